@@ -1,0 +1,132 @@
+"""The `gepard` command line."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="Gepard: streaming text-to-speech for real-time voice agents.")
+codec_app = typer.Typer(no_args_is_help=True, help="Encode and decode audio with the neural codec.")
+train_app = typer.Typer(no_args_is_help=True, help="Train models.")
+eval_app = typer.Typer(no_args_is_help=True, help="Measure models; reports go to docs/results/.")
+app.add_typer(codec_app, name="codec")
+app.add_typer(train_app, name="train")
+app.add_typer(eval_app, name="eval")
+
+CODEC_OPTION = typer.Option(None, "--codec", help="Codec folder (default: the shipped models/codec).")
+
+
+def user_errors(fn):
+    """Report expected failures (bad files, bad arguments) as one line on stderr, exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from gepard.audio import AudioError
+
+        try:
+            return fn(*args, **kwargs)
+        except (AudioError, FileNotFoundError, ValueError, OSError) as e:
+            typer.secho(f"error: {e}", err=True, fg="red")
+            raise typer.Exit(1) from None
+
+    return wrapper
+
+
+@codec_app.command("encode")
+@user_errors
+def codec_encode(src: Path, dst: Path, codec: Path = CODEC_OPTION):
+    """Audio file (any rate, any channels) -> codes as a .npy array (J,) of int64."""
+    import numpy as np
+
+    from gepard.codec.files import encode_file, load_codec
+
+    model = load_codec(codec)
+    codes = encode_file(model, src)
+    if dst.suffix != ".npy":
+        raise ValueError(f"{dst}: the codes file must end in .npy")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    np.save(dst, codes)
+    typer.echo(f"{src} -> {dst}: {len(codes)} frames ({len(codes) / model.config.frame_rate:.2f} s)")
+
+
+@codec_app.command("decode")
+@user_errors
+def codec_decode(src: Path, dst: Path, codec: Path = CODEC_OPTION):
+    """Codes (.npy) -> 16 kHz mono audio file (.wav, .flac)."""
+    import numpy as np
+
+    from gepard.codec.files import decode_to_file, load_codec
+
+    try:
+        codes = np.load(src, allow_pickle=False)
+    except Exception as e:
+        raise ValueError(f"{src}: not a .npy codes file ({e})") from None
+    model = load_codec(codec)
+    n = decode_to_file(model, codes, dst)
+    typer.echo(f"{src} -> {dst}: {n / model.config.sample_rate:.2f} s")
+
+
+@codec_app.command("roundtrip")
+@user_errors
+def codec_roundtrip(src: Path, dst: Path, codec: Path = CODEC_OPTION):
+    """Audio file -> codes -> 16 kHz mono audio file: hear what the codec keeps."""
+    from gepard.codec.files import load_codec, roundtrip_file
+
+    model = load_codec(codec)
+    codes, n = roundtrip_file(model, src, dst)
+    typer.echo(f"{src} -> {dst}: {n / model.config.sample_rate:.2f} s, {len(codes)} frames, "
+               f"{model.bitrate / 1000:.2f} kbit/s")
+
+
+@eval_app.command("codec")
+@user_errors
+def eval_codec_cmd(
+    codec: Path = CODEC_OPTION,
+    limit: int = typer.Option(0, help="Use only the first N utterances of each set (0 = all)."),
+    threads: int = typer.Option(2, help="CPU threads for the ASR and the codec."),
+    out: Path = typer.Option(Path("docs/results/codec.md"), help="Report path (.json and .png beside it)."),
+    train_log: Path = typer.Option(None, help="The codec run's log.jsonl, for the training curve."),
+):
+    """WER, speaker similarity, DNSMOS, bitrate and speed of the codec on held-out speech."""
+    import sys
+
+    from gepard.codec.files import load_codec
+    from gepard.eval.codec_report import evaluate_codec, write_report
+
+    results = evaluate_codec(load_codec(codec), limit=limit, threads=threads)
+    write_report(results, "gepard " + " ".join(sys.argv[1:]), out, train_log)
+    typer.echo(out.read_text())
+
+
+@train_app.command("codec")
+@user_errors
+def train_codec_cmd(
+    run_dir: str = typer.Option("runs/codec", help="Checkpoints and logs; an existing run resumes."),
+    steps: int = typer.Option(4500, help="Total optimizer steps."),
+    batch_size: int = typer.Option(16),
+    stride: int = typer.Option(4, help="STFT hops (10 ms) per codec frame: 4 = 25 Hz, 2 = 50 Hz."),
+    threads: int = typer.Option(2, help="CPU threads."),
+    stop_at: int = typer.Option(0, help="Stop early at this step (keeps the schedule of --steps)."),
+    train: Path = typer.Option(None, help="Training manifest (.jsonl or LJSpeech folder); default: shared corpus."),
+    val: Path = typer.Option(None, help="Validation manifest; default: the shared teacher test set."),
+    export: str = typer.Option("", help="Also save the trained codec here (config.json + model.safetensors)."),
+):
+    """Train the FSQ codec (default data: the shared corpus's real + teacher speech, minus held-out speakers)."""
+    from gepard.codec.model import CodecConfig
+    from gepard.codec.train import TrainConfig, train_codec
+    from gepard.data.manifests import read_manifest, shared_split
+
+    cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, threads=threads,
+                      stop_at=stop_at or steps, codec=CodecConfig(stride=stride))
+    model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
+                        read_manifest(val) if val else shared_split("teacher_test"))
+    if export:
+        model.save_pretrained(export)
+        typer.echo(f"saved {export}")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,120 @@
+"""Codec training: spectral losses, bf16 autocast, resumable checkpoints, loss log and curve."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from gepard.codec.dataset import RandomCrops, build_audio_cache
+from gepard.codec.losses import SpectralLoss
+from gepard.codec.model import Codec, CodecConfig
+from gepard.data.manifests import Utterance
+
+
+@dataclass
+class TrainConfig:
+    run_dir: str = "runs/codec"
+    steps: int = 4500  # length of the learning-rate schedule
+    stop_at: int = 4500  # stop here (< steps for a shortened run on the same schedule)
+    batch_size: int = 16
+    crop_frames: int = 40  # crop length in codec frames
+    lr: float = 1e-3
+    warmup: int = 300
+    weight_decay: float = 0.01
+    checkpoint_every: int = 250
+    val_every: int = 250
+    threads: int = 2
+    seed: int = 0
+    codec: CodecConfig = field(default_factory=CodecConfig)
+
+
+def autocast(device: torch.device):
+    return torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], cache_dir: str = ".cache") -> Codec:
+    """Train (or resume) the codec in cfg.run_dir on `train` (monitoring `val`); returns it after cfg.stop_at steps."""
+    torch.set_num_threads(cfg.threads)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    run = Path(cfg.run_dir)
+    run.mkdir(parents=True, exist_ok=True)
+    ckpt_path = run / "checkpoint.pt"
+    if ckpt_path.exists():
+        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+        cfg.codec = CodecConfig(**ckpt["codec"])
+    (run / "train_config.json").write_text(json.dumps(asdict(cfg), indent=2))
+
+    torch.manual_seed(cfg.seed)
+    model = Codec(cfg.codec).to(device)
+    loss_fn = SpectralLoss(cfg.codec.sample_rate).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay)
+    step, elapsed = 0, 0.0
+    if ckpt_path.exists():
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        step, elapsed = ckpt["step"], ckpt.get("elapsed_s", 0.0)
+
+    length = cfg.crop_frames * cfg.codec.samples_per_frame
+    crops = RandomCrops(build_audio_cache(train, cache_dir, cfg.codec.sample_rate), length, seed=cfg.seed + step)
+    val_crops = RandomCrops(build_audio_cache(val, cache_dir, cfg.codec.sample_rate), length, seed=123)
+    val_batch = val_crops.batch(32, augment=False).to(device)
+
+    log = open(run / "log.jsonl", "a")
+    bar = tqdm(total=min(cfg.steps, cfg.stop_at), initial=step, desc="codec", unit="step")
+    t0 = time.time() - elapsed
+    while step < min(cfg.steps, cfg.stop_at):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, cfg)
+        audio = crops.batch(cfg.batch_size).to(device)
+        with autocast(device):
+            recon = model(audio)
+        loss, parts = loss_fn(recon, audio)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).item()
+        opt.step()
+        step += 1
+        record = {"step": step, "loss": loss.item(), **parts, "grad_norm": grad_norm, "lr": lr_at(step, cfg),
+                  "elapsed_s": time.time() - t0}
+        if step % cfg.val_every == 0 or step == cfg.stop_at:
+            record["val_loss"], val_parts = evaluate(model, loss_fn, val_batch, device)
+            record["val_mel"] = val_parts["mel"]
+        log.write(json.dumps(record) + "\n")
+        log.flush()
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss.item():.3f}", mel=f"{parts['mel']:.3f}")
+        if step % cfg.checkpoint_every == 0 or step == cfg.stop_at:
+            save_checkpoint(ckpt_path, model, opt, step, cfg, time.time() - t0)
+    bar.close()
+    return model.eval()
+
+
+@torch.no_grad()
+def evaluate(model: Codec, loss_fn: SpectralLoss, audio: torch.Tensor, device: torch.device):
+    model.eval()
+    with autocast(device):
+        recon = model(audio)
+    model.train()
+    loss, parts = loss_fn(recon, audio)
+    return loss.item(), parts
+
+
+def save_checkpoint(path: Path, model: Codec, opt, step: int, cfg: TrainConfig, elapsed_s: float) -> None:
+    """Atomic: a crash while saving leaves the previous checkpoint intact."""
+    tmp = path.with_suffix(".tmp")
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
+                "codec": asdict(cfg.codec), "elapsed_s": elapsed_s}, tmp)
+    tmp.replace(path)

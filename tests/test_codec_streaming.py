@@ -1,0 +1,105 @@
+import numpy as np
+import pytest
+import torch
+
+from gepard.codec.model import Codec
+from tests.conftest import tiny_codec_config
+
+
+def random_chunks(total: int, rng: np.random.Generator, max_chunk: int) -> list[int]:
+    sizes = []
+    while sum(sizes) < total:
+        sizes.append(int(min(rng.integers(1, max_chunk + 1), total - sum(sizes))))
+    return sizes
+
+
+def stream_decode(codec: Codec, codes: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+    stream, parts, i = codec.stream(codes.shape[0]), [], 0
+    for n in sizes:
+        parts.append(stream.push(codes[:, i: i + n]))
+        i += n
+    parts.append(stream.flush())
+    return torch.cat(parts, dim=1)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_streaming_decode_equals_offline_for_random_chunkings(tiny_codec, seed):
+    rng = np.random.default_rng(seed)
+    codes = torch.randint(0, tiny_codec.codebook_size, (2, 37), generator=torch.Generator().manual_seed(seed))
+    offline = tiny_codec.decode(codes)
+    assert offline.shape == (2, 37 * tiny_codec.config.samples_per_frame)
+    for sizes in ([1] * 37, random_chunks(37, rng, 8), [37]):
+        streamed = stream_decode(tiny_codec, codes, sizes)
+        assert streamed.shape == offline.shape
+        assert (streamed - offline).abs().max().item() <= 1e-5
+
+
+def test_streaming_decode_equals_offline_at_full_size():
+    torch.manual_seed(0)
+    codec = Codec().eval()  # the shipped architecture, random weights, fp32
+    codes = torch.randint(0, codec.codebook_size, (1, 30))
+    offline = codec.decode(codes)
+    streamed = stream_decode(codec, codes, random_chunks(30, np.random.default_rng(5), 4))
+    assert (streamed - offline).abs().max().item() <= 1e-5
+
+
+def test_each_frame_releases_its_samples_after_a_fixed_delay(tiny_codec):
+    c = tiny_codec.config
+    stream = tiny_codec.stream()
+    first = stream.push(torch.zeros(1, 1, dtype=torch.long))
+    second = stream.push(torch.zeros(1, 1, dtype=torch.long))
+    assert first.shape[1] == c.samples_per_frame - (c.n_fft - c.hop)
+    assert second.shape[1] == c.samples_per_frame
+    assert stream.flush().shape[1] == c.n_fft - c.hop
+
+
+def test_changing_future_audio_never_changes_past_codes_or_released_output(tiny_codec):
+    spf = tiny_codec.config.samples_per_frame
+    torch.manual_seed(0)
+    audio = torch.randn(1, 20 * spf) * 0.3
+    changed = audio.clone()
+    cut = 12
+    changed[:, cut * spf:] = torch.randn(1, 8 * spf)
+    codes_a, codes_b = tiny_codec.encode(audio), tiny_codec.encode(changed)
+    assert torch.equal(codes_a[:, :cut], codes_b[:, :cut])
+    assert not torch.equal(codes_a[:, cut:], codes_b[:, cut:])
+    released = tiny_codec.stream().push(codes_a[:, :cut])  # what a listener has heard after `cut` frames
+    assert torch.equal(released, tiny_codec.decode(codes_b)[:, : released.shape[1]])
+
+
+def test_chunked_encoder_equals_offline_encoder(tiny_codec):
+    spf = tiny_codec.config.samples_per_frame
+    audio = torch.randn(1, 25 * spf) * 0.3
+    state = tiny_codec.encoder.initial_state(1)
+    parts = []
+    with torch.inference_mode():
+        for a, b in [(0, 3), (3, 4), (4, 17), (17, 25)]:
+            latents, state = tiny_codec.encoder.step(audio[:, a * spf: b * spf], state)
+            parts.append(latents)
+        offline = tiny_codec.encoder(audio)
+    assert (torch.cat(parts, dim=1) - offline).abs().max().item() <= 1e-5
+
+
+def test_save_load_identity(tiny_codec, tmp_path):
+    tiny_codec.save_pretrained(tmp_path / "fp32", dtype=torch.float32)
+    loaded = Codec.from_pretrained(tmp_path / "fp32")
+    assert loaded.config == tiny_codec.config
+    for (k, v), (k2, v2) in zip(tiny_codec.state_dict().items(), loaded.state_dict().items()):
+        assert k == k2 and torch.equal(v, v2)
+    codes = torch.randint(0, tiny_codec.codebook_size, (1, 9))
+    assert torch.equal(loaded.decode(codes), tiny_codec.decode(codes))
+
+
+def test_bf16_export_keeps_weights_to_bf16_precision(tiny_codec, tmp_path):
+    tiny_codec.save_pretrained(tmp_path / "bf16")
+    loaded = Codec.from_pretrained(tmp_path / "bf16")
+    for k, v in tiny_codec.state_dict().items():
+        assert torch.equal(loaded.state_dict()[k], v.to(torch.bfloat16).float())
+
+
+def test_config_defaults_to_one_codebook_under_65536_at_25_hz():
+    codec = Codec()
+    assert codec.codebook_size <= 65536
+    assert codec.config.frame_rate == 25.0
+    assert codec.bitrate == pytest.approx(25 * np.log2(64000))
+    assert tiny_codec_config().frame_rate == 25.0

@@ -1,0 +1,26 @@
+import json
+
+import torch
+
+from gepard.codec.model import Codec
+from gepard.codec.train import TrainConfig, train_codec
+from gepard.data.manifests import read_manifest
+from tests.conftest import tiny_codec_config
+
+
+def test_training_lowers_the_loss_and_resumes_where_it_stopped(speech_path, tmp_path):
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(json.dumps({"audio": str(speech_path), "text": "x", "speaker": "cathy"}) + "\n")
+    data = read_manifest(manifest)
+    cfg = dict(run_dir=str(tmp_path / "run"), steps=12, batch_size=2, crop_frames=8, lr=3e-3, warmup=2,
+               checkpoint_every=6, val_every=6, threads=1, codec=tiny_codec_config())
+    train_codec(TrainConfig(**cfg, stop_at=6), data, data, cache_dir=str(tmp_path / "cache"))
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == list(range(1, 7))
+    model = train_codec(TrainConfig(**cfg), data, data, cache_dir=str(tmp_path / "cache"))
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == list(range(1, 13))
+    assert log[-1]["val_loss"] < log[5]["val_loss"]  # training went on improving after the resume
+    ckpt = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
+    assert ckpt["step"] == 12
+    assert isinstance(model, Codec)
