@@ -14,7 +14,9 @@ train_app = typer.Typer(no_args_is_help=True, help="Train models.")
 eval_app = typer.Typer(no_args_is_help=True, help="Measure models; reports go to docs/results/.")
 app.add_typer(codec_app, name="codec")
 app.add_typer(train_app, name="train")
+data_app = typer.Typer(no_args_is_help=True, help="Prepare training data.")
 app.add_typer(eval_app, name="eval")
+app.add_typer(data_app, name="data")
 
 CODEC_OPTION = typer.Option(None, "--codec", help="Codec folder (default: the shipped models/codec).")
 
@@ -33,6 +35,28 @@ def user_errors(fn):
             raise typer.Exit(1) from None
 
     return wrapper
+
+
+@data_app.command("prepare")
+@user_errors
+def data_prepare(
+    source: str = typer.Argument(..., help="A manifest (.jsonl, LJSpeech folder) or a shared split name "
+                                           "(codec_train, teacher_test, real_heldout, short_register)."),
+    out: Path = typer.Argument(..., help="Shard folder (e.g. shards/train); an interrupted run resumes."),
+    codec: Path = CODEC_OPTION,
+    threads: int = typer.Option(2, help="CPU threads."),
+):
+    """Encode every utterance with the codec into token shards for LM training."""
+    import torch
+
+    from gepard.codec.files import load_codec
+    from gepard.data.manifests import SHARED_SPLITS, read_manifest, shared_split
+    from gepard.data.prepare import prepare_shards
+
+    torch.set_num_threads(threads)
+    utterances = shared_split(source) if source in SHARED_SPLITS else read_manifest(Path(source))
+    prepare_shards(load_codec(codec), utterances, out)
+    typer.echo(f"{len(utterances)} utterances -> {out}")
 
 
 @codec_app.command("encode")

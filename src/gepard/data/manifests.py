@@ -77,6 +77,8 @@ def read_manifest(path: str | Path) -> list[Utterance]:
     return read_jsonl(path)
 
 
+SHARED_SPLITS = ("codec_train", "teacher_test", "real_heldout", "short_register")
+
 # The held-out slice of real speakers: LibriSpeech test-other (10 speakers), never trained on.
 HELDOUT_REAL_SUBSET = "test-other"
 

@@ -1,0 +1,62 @@
+"""`gepard data prepare`: encode a manifest with the codec into token shards (resumable)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from gepard.audio import AudioError, load_audio
+from gepard.codec.model import Codec
+from gepard.data.manifests import Utterance
+
+
+def prepare_shards(codec: Codec, utterances: list[Utterance], out: str | Path, shard_size: int = 256) -> Path:
+    """Write out/shard_NNNNN.npz (codes, offsets, ids, texts, speakers); existing shards are kept.
+
+    A shard holds `codes` (sum J,) uint16 for all its utterances, `offsets` (n + 1,) into it, and the
+    utterances' `ids`, `texts`, `speakers`. Unreadable audio is skipped and listed in skipped.json.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if codec.codebook_size > 65536:
+        raise ValueError("shards store codes as uint16: the codebook must have at most 65536 entries")
+    skipped: dict[str, str] = {}
+    starts = range(0, len(utterances), shard_size)
+    for n, start in enumerate(tqdm(starts, desc="encoding shards", unit="shard")):
+        path = out / f"shard_{n:05d}.npz"
+        if path.exists():
+            continue
+        rows, codes = [], []
+        for u in utterances[start: start + shard_size]:
+            try:
+                audio = load_audio(u.audio, codec.config.sample_rate)
+            except AudioError as e:
+                skipped[u.id] = str(e)
+                continue
+            codes.append(codec.encode(torch.from_numpy(audio)[None])[0].numpy().astype(np.uint16))
+            rows.append(u)
+        offsets = np.cumsum([0] + [len(c) for c in codes])
+        tmp = out / f"shard_{n:05d}.tmp.npz"
+        np.savez(tmp, codes=np.concatenate(codes) if codes else np.zeros(0, np.uint16), offsets=offsets,
+                 ids=np.array([u.id for u in rows]), texts=np.array([u.text for u in rows]),
+                 speakers=np.array([u.speaker for u in rows]))
+        tmp.replace(path)
+    (out / "skipped.json").write_text(json.dumps(skipped, indent=1))
+    (out / "codec.json").write_text(json.dumps({"frame_rate": codec.config.frame_rate,
+                                                "codebook_size": codec.codebook_size}))
+    return out
+
+
+def read_shards(folder: str | Path):
+    """Yield (id, text, speaker, codes (J,) int64) for every utterance in a shard folder."""
+    for path in sorted(Path(folder).glob("shard_[0-9]*.npz")):
+        if path.name.endswith(".tmp.npz"):
+            continue
+        with np.load(path) as z:
+            offsets = z["offsets"]
+            for i, (uid, text, speaker) in enumerate(zip(z["ids"], z["texts"], z["speakers"])):
+                yield str(uid), str(text), str(speaker), z["codes"][offsets[i]: offsets[i + 1]].astype(np.int64)
