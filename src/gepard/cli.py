@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 import typer
@@ -35,6 +36,34 @@ def user_errors(fn):
             raise typer.Exit(1) from None
 
     return wrapper
+
+
+@app.command("say")
+@user_errors
+def say(
+    text: str = typer.Argument(..., help="What to say; '-' reads standard input."),
+    out: Path = typer.Option(Path("out.wav"), "-o", "--out", help="Output audio file (.wav, .flac)."),
+    voice: str = typer.Option(None, help="A named voice of the model, or a reference clip (.wav, .flac, ...)."),
+    seed: int = typer.Option(0, help="Sampling seed: the same seed gives the same audio."),
+    model: Path = typer.Option(None, help="Speech LM folder (default: the shipped models/lm)."),
+    codec: Path = CODEC_OPTION,
+):
+    """Speak TEXT into an audio file."""
+    import sys
+    import time
+
+    from gepard.api import TTS
+    from gepard.audio import save_audio
+
+    if text == "-":
+        text = sys.stdin.read()
+    tts = TTS.load(model, codec)
+    start = time.perf_counter()
+    audio = tts.say(text, voice=voice, seed=seed)
+    elapsed = time.perf_counter() - start
+    save_audio(out, audio, tts.sample_rate)
+    seconds = len(audio) / tts.sample_rate
+    typer.echo(f"{out}: {seconds:.2f} s of speech in {elapsed:.2f} s (RTF {elapsed / max(seconds, 1e-9):.2f})")
 
 
 @data_app.command("prepare")
@@ -148,6 +177,26 @@ def train_codec_cmd(
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))
     if export:
+        model.save_pretrained(export)
+        typer.echo(f"saved {export}")
+
+
+@train_app.command("lm")
+@user_errors
+def train_lm_cmd(
+    run_dir: str = typer.Option("runs/lm", help="Checkpoints, log and loss plot; an existing run resumes."),
+    shards: list[str] = typer.Option(["shards/train"], help="Token shard folders (gepard data prepare)."),
+    steps: int = typer.Option(3000),
+    batch_size: int = typer.Option(16, help="Per process."),
+    threads: int = typer.Option(2, help="CPU threads per process."),
+    export: str = typer.Option("", help="Also save the trained model here as a release (bf16)."),
+):
+    """Train the speech LM (under `torchrun --nproc_per_node N` it trains data-parallel)."""
+    from gepard.lm.train import LMTrainConfig, train_lm
+
+    model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_size=batch_size,
+                                   threads=threads))
+    if export and int(os.environ.get("RANK", "0")) == 0:
         model.save_pretrained(export)
         typer.echo(f"saved {export}")
 

@@ -1,0 +1,74 @@
+"""LM training batches from token shards: text + codes of one utterance, reference from another of its speaker."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+
+from gepard.data.prepare import read_shards
+from gepard.lm.layout import IGNORE, Repetition, Vocab, training_sequence
+from gepard.lm.tokenizer import encode_text
+
+
+@dataclass
+class Utterance:
+    text_ids: list[int]
+    codes: np.ndarray  # (J,) int64
+    speaker: str
+
+
+class LMDataset:
+    """All transcribed utterances of some shard folders, held in memory (codes are small)."""
+
+    def __init__(self, shard_dirs: list[str | Path], tokenizer: Tokenizer, vocab: Vocab, repetition: Repetition,
+                 max_frames: int = 500, ref_frames: tuple[int, int] = (50, 150)):
+        self.vocab, self.repetition, self.ref_frames = vocab, repetition, ref_frames
+        self.items: list[Utterance] = []
+        for folder in shard_dirs:
+            for _, text, speaker, codes in read_shards(folder):
+                if text.strip() and 0 < len(codes) <= max_frames:
+                    self.items.append(Utterance(encode_text(tokenizer, text), codes, speaker))
+        if not self.items:
+            raise ValueError(f"no transcribed utterances in {', '.join(map(str, shard_dirs))}")
+        self.by_speaker: dict[str, list[int]] = defaultdict(list)
+        for i, u in enumerate(self.items):
+            self.by_speaker[u.speaker].append(i)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def reference(self, index: int, rng: random.Random) -> np.ndarray:
+        """A crop of another utterance of the same speaker (the same one if the speaker has only one)."""
+        pool = [j for j in self.by_speaker[self.items[index].speaker] if j != index] or [index]
+        codes = self.items[rng.choice(pool)].codes
+        n = min(len(codes), rng.randint(*self.ref_frames))
+        start = rng.randint(0, len(codes) - n)
+        return codes[start: start + n]
+
+    def batch(self, indices: list[int], rng: random.Random, null_prob: float = 0.15) -> dict[str, torch.Tensor]:
+        """Right-padded tensors: ids/labels (B, L), ref_codes (B, R), ref_lengths (B,), use_null (B,)."""
+        seqs, refs = [], []
+        for i in indices:
+            u = self.items[i]
+            seqs.append(training_sequence(u.text_ids, u.codes.tolist(), self.vocab,
+                                          self.repetition.training_copies(len(u.text_ids), rng)))
+            refs.append(self.reference(i, rng))
+        length, ref_len = max(len(s[0]) for s in seqs), max(len(r) for r in refs)
+        ids = torch.full((len(seqs), length), self.vocab.special("<pad>"))
+        labels = torch.full((len(seqs), length), IGNORE)
+        ref_codes = torch.zeros((len(seqs), ref_len), dtype=torch.long)
+        for b, ((seq_ids, seq_labels), ref) in enumerate(zip(seqs, refs)):
+            ids[b, : len(seq_ids)] = torch.tensor(seq_ids)
+            labels[b, : len(seq_labels)] = torch.tensor(seq_labels)
+            ref_codes[b, : len(ref)] = torch.from_numpy(ref)
+        return {
+            "ids": ids, "labels": labels, "lengths": torch.tensor([len(s[0]) for s in seqs]),
+            "ref_codes": ref_codes, "ref_lengths": torch.tensor([len(r) for r in refs]),
+            "use_null": torch.tensor([rng.random() < null_prob for _ in indices]),
+        }

@@ -1,0 +1,74 @@
+"""A simple cached sampling loop with the HF model (the engine issue replaces it with a batched engine)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from gepard.lm.layout import prompt_tokens
+from gepard.lm.speech_lm import SpeechLM
+from gepard.lm.tokenizer import encode_text
+
+MAX_TEXT_TOKENS = 400  # longer texts are refused; streaming segmentation splits long input first
+
+
+@dataclass
+class Sampling:
+    temperature: float = 0.8
+    top_k: int = 100
+    top_p: float = 0.95
+    seed: int = 0
+
+
+def max_frames_for(n_text_tokens: int, frame_rate: float) -> int:
+    """The runaway guard: ~3x a slow speaking rate for the text, at least 2 s."""
+    return int(frame_rate * max(2.0, 0.75 * n_text_tokens))
+
+
+def text_prompt(model: SpeechLM, text: str) -> tuple[list[int], int]:
+    """Text -> (prompt token ids with the checkpoint's text repetition, text tokens); errors for bad text."""
+    if not text or not text.strip():
+        raise ValueError("the text is empty")
+    ids = encode_text(model.tokenizer, text.strip())
+    if len(ids) > MAX_TEXT_TOKENS:
+        raise ValueError(f"the text is {len(ids)} tokens long; the limit for one utterance is {MAX_TEXT_TOKENS}")
+    return prompt_tokens(ids, model.vocab, model.repetition.copies(len(ids))), len(ids)
+
+
+def sample(logits: torch.Tensor, s: Sampling, gen: torch.Generator) -> int:
+    """(V,) logits (disallowed already at -inf) -> one token id."""
+    if s.temperature <= 0:
+        return int(logits.argmax())
+    logits = logits.float() / s.temperature
+    if s.top_k:
+        kth = torch.topk(logits, min(s.top_k, logits.numel())).values[-1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, -1)
+    if s.top_p < 1.0:
+        sorted_p, order = probs.sort(descending=True)
+        drop = sorted_p.cumsum(0) - sorted_p > s.top_p
+        probs[order[drop]] = 0.0
+    return int(torch.multinomial(probs / probs.sum(), 1, generator=gen))
+
+
+@torch.inference_mode()
+def generate_codes(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: Sampling = Sampling(),
+                   max_frames: int | None = None) -> tuple[list[int], bool]:
+    """Text + (1, K, H) voice prefix -> (codes, stopped); stopped is False if the guard cut it off."""
+    ids, n_text = text_prompt(model, text)
+    vocab = model.vocab
+    limit = max_frames or max_frames_for(n_text, model.codec_frame_rate)
+    allowed = torch.full((vocab.size,), float("-inf"))
+    allowed[vocab.audio_offset:] = 0.0
+    allowed[vocab.special("<eos>")] = 0.0
+    gen = torch.Generator().manual_seed(sampling.seed)
+    out = model.lm(inputs_embeds=model.embed(prefix, torch.tensor([ids])), use_cache=True)
+    codes: list[int] = []
+    while len(codes) < limit:
+        token = sample(out.logits[0, -1].float() + allowed, sampling, gen)
+        if token == vocab.special("<eos>"):
+            return codes, True
+        codes.append(token - vocab.audio_offset)
+        out = model.lm(input_ids=torch.tensor([[token]]), past_key_values=out.past_key_values, use_cache=True)
+    return codes, False

@@ -1,0 +1,89 @@
+"""SpeechLM: the stock LM + the reference compressor + the layout they were trained with, saved as one folder.
+
+Folder: config.json + model.safetensors (stock Qwen3, loadable by transformers and vLLM), tokenizer.json,
+voice.safetensors + gepard.json (compressor, vocabulary layout, text repetition, codec facts), voices/.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from tokenizers import Tokenizer
+from torch import nn
+from transformers import AutoModelForCausalLM
+from transformers.utils import logging as hf_logging
+
+from gepard.lm.layout import IGNORE, Repetition, Vocab
+from gepard.lm.tokenizer import load_tokenizer, vocab_for
+from gepard.lm.voice import ReferenceCompressor, VoiceConfig
+
+
+hf_logging.disable_progress_bar()  # loading a few-MB model needs no progress bars in the middle of our output
+
+
+class SpeechLM(nn.Module):
+    def __init__(self, lm, voice: ReferenceCompressor, tokenizer: Tokenizer, repetition: Repetition,
+                 codec_frame_rate: float):
+        super().__init__()
+        self.lm, self.voice = lm, voice
+        self.tokenizer, self.repetition, self.codec_frame_rate = tokenizer, repetition, codec_frame_rate
+        self.vocab: Vocab = vocab_for(tokenizer, voice.fsq.codebook_size)
+
+    def prefix(self, ref_codes: torch.Tensor, ref_lengths: torch.Tensor | None = None,
+               use_null: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, R) reference codes -> (B, K, H); rows with use_null get the null prefix."""
+        prefix = self.voice(ref_codes, ref_lengths)
+        if use_null is not None:
+            prefix = torch.where(use_null[:, None, None], self.voice.null(len(prefix)).to(prefix.dtype), prefix)
+        return prefix
+
+    def embed(self, prefix: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """(B, K, H) prefix + (B, L) ids -> (B, K + L, H) input embeddings."""
+        tokens = self.lm.get_input_embeddings()(ids)
+        return torch.cat([prefix.to(tokens.dtype), tokens], dim=1)
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Mean next-token cross-entropy over audio tokens and <eos> (batch from LMDataset.batch)."""
+        prefix = self.prefix(batch["ref_codes"], batch["ref_lengths"], batch["use_null"])
+        k, length = prefix.shape[1], batch["ids"].shape[1]
+        device = batch["ids"].device
+        mask = torch.cat([torch.ones(len(prefix), k, dtype=torch.long, device=device),
+                          (torch.arange(length, device=device)[None] < batch["lengths"][:, None]).long()], dim=1)
+        hidden = self.lm.model(inputs_embeds=self.embed(prefix, batch["ids"]), attention_mask=mask).last_hidden_state
+        labels = batch["labels"]
+        selected = hidden[:, k:][labels != IGNORE]
+        logits = self.lm.lm_head(selected).float()
+        return F.cross_entropy(logits, labels[labels != IGNORE])
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.loss(batch)
+
+    def save_pretrained(self, path: str | Path, dtype: torch.dtype = torch.bfloat16) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        copy.deepcopy(self.lm).to(dtype).save_pretrained(path)
+        self.tokenizer.save(str(path / "tokenizer.json"))
+        save_file({k: v.to(dtype).contiguous() for k, v in self.voice.state_dict().items()},
+                  str(path / "voice.safetensors"))
+        meta = {"voice": asdict(self.voice.config), "repetition": asdict(self.repetition),
+                "vocab": asdict(self.vocab), "codec_frame_rate": self.codec_frame_rate}
+        (path / "gepard.json").write_text(json.dumps(meta, indent=2))
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, dtype: torch.dtype = torch.float32) -> "SpeechLM":
+        path = Path(path)
+        meta = json.loads((path / "gepard.json").read_text())
+        voice = ReferenceCompressor(VoiceConfig(**meta["voice"]))
+        voice.load_state_dict({k: v.to(dtype) for k, v in load_file(str(path / "voice.safetensors")).items()})
+        lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        model = cls(lm, voice.to(dtype), load_tokenizer(path), Repetition(**meta["repetition"]),
+                    meta["codec_frame_rate"])
+        if asdict(model.vocab) != meta["vocab"]:
+            raise ValueError(f"{path}: tokenizer and gepard.json disagree on the vocabulary")
+        return model.eval()

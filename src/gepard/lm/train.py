@@ -1,0 +1,153 @@
+"""`gepard train lm`: plain PyTorch loop, bf16 autocast, resumable, DDP under torchrun, loss curve plot."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+from gepard.lm.data import LMDataset
+from gepard.lm.layout import Repetition
+from gepard.lm.model import LMConfig, build_lm, init_audio_embeddings
+from gepard.lm.speech_lm import SpeechLM
+from gepard.lm.tokenizer import train_tokenizer, vocab_for
+from gepard.lm.voice import ReferenceCompressor, VoiceConfig
+
+
+@dataclass
+class LMTrainConfig:
+    run_dir: str = "runs/lm"
+    shards: list[str] = field(default_factory=lambda: ["shards/train"])
+    steps: int = 3000
+    batch_size: int = 16  # per process
+    lr: float = 1e-3
+    warmup: int = 200
+    weight_decay: float = 0.01
+    null_prob: float = 0.15  # CFG-dropout to the null prefix
+    text_vocab: int = 1024
+    codec_frame_rate: float = 25.0
+    levels: list[int] = field(default_factory=lambda: [8, 8, 8, 5, 5, 5])
+    checkpoint_every: int = 250
+    threads: int = 2
+    seed: int = 0
+    lm: LMConfig = field(default_factory=LMConfig)
+    voice: VoiceConfig = field(default_factory=VoiceConfig)
+    repetition: Repetition = field(default_factory=Repetition)
+
+
+def lr_at(step: int, cfg: LMTrainConfig) -> float:
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    progress = min(1.0, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup))
+    return cfg.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def build(cfg: LMTrainConfig, texts: list[str]) -> SpeechLM:
+    """A fresh SpeechLM: tokenizer trained on `texts`, FSQ-structured audio embeddings."""
+    tokenizer = train_tokenizer(texts, cfg.text_vocab)
+    voice = ReferenceCompressor(VoiceConfig(**{**asdict(cfg.voice), "lm_hidden_size": cfg.lm.hidden_size,
+                                               "levels": cfg.levels}))
+    vocab = vocab_for(tokenizer, voice.fsq.codebook_size)
+    lm = build_lm(cfg.lm, vocab)
+    init_audio_embeddings(lm, vocab, cfg.levels, cfg.seed)
+    return SpeechLM(lm, voice, tokenizer, cfg.repetition, cfg.codec_frame_rate)
+
+
+def distributed() -> tuple[int, int]:
+    """(rank, world size); starts the process group under torchrun (gloo on CPU, nccl on CUDA)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    return (dist.get_rank() if world > 1 else 0), world
+
+
+def train_lm(cfg: LMTrainConfig) -> SpeechLM:
+    """Train (or resume) in cfg.run_dir; rank 0 writes log.jsonl, loss.png and checkpoint/."""
+    rank, world = distributed()
+    torch.set_num_threads(cfg.threads)
+    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
+    run, ckpt_dir = Path(cfg.run_dir), Path(cfg.run_dir) / "checkpoint"
+    torch.manual_seed(cfg.seed)
+    if (ckpt_dir / "gepard.json").exists():
+        model = SpeechLM.from_pretrained(ckpt_dir).train()
+        state = torch.load(ckpt_dir / "trainer.pt", weights_only=False)
+    else:
+        from gepard.data.prepare import read_shards
+
+        texts = [t for folder in cfg.shards for _, t, _, _ in read_shards(folder) if t.strip()]
+        model, state = build(cfg, texts), None
+    model.to(device)
+    data = LMDataset(cfg.shards, model.tokenizer, model.vocab, model.repetition)
+    wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
+    step, elapsed = 0, 0.0
+    if state:
+        opt.load_state_dict(state["optimizer"])
+        step, elapsed = state["step"], state["elapsed_s"]
+    rng = random.Random(cfg.seed * 1000 + rank + step * 7919)
+    if rank == 0:
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "train_config.json").write_text(json.dumps(asdict(cfg), indent=2))
+        log = open(run / "log.jsonl", "a")
+    bar = tqdm(total=cfg.steps, initial=step, desc="lm", unit="step", disable=rank != 0)
+    t0 = time.time() - elapsed
+    while step < cfg.steps:
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, cfg)
+        batch = {k: v.to(device) for k, v in data.batch(rng.sample(range(len(data)), cfg.batch_size), rng,
+                                                          cfg.null_prob).items()}
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            loss = wrapped(batch)  # through DDP's forward when distributed, so gradients are all-reduced
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).item()
+        opt.step()
+        step += 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss.item():.3f}")
+        if rank == 0:
+            log.write(json.dumps({"step": step, "loss": loss.item(), "grad_norm": grad_norm, "lr": lr_at(step, cfg),
+                                  "elapsed_s": time.time() - t0}) + "\n")
+            log.flush()
+            if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+                save_checkpoint(model, opt, step, time.time() - t0, ckpt_dir)
+                plot_loss(run / "log.jsonl", run / "loss.png")
+    bar.close()
+    return model.eval()
+
+
+def save_checkpoint(model: SpeechLM, opt, step: int, elapsed: float, folder: Path) -> None:
+    """fp32 weights + optimizer state, swapped in atomically (training state, not a release export)."""
+    tmp = folder.with_name(folder.name + ".tmp")
+    model.save_pretrained(tmp, dtype=torch.float32)
+    torch.save({"optimizer": opt.state_dict(), "step": step, "elapsed_s": elapsed}, tmp / "trainer.pt")
+    old = folder.with_name(folder.name + ".old")
+    if folder.exists():
+        folder.rename(old)
+    tmp.rename(folder)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def plot_loss(log_path: Path, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot([r["step"] for r in rows], [r["loss"] for r in rows], lw=0.8)
+    ax.set_xlabel("step"), ax.set_ylabel("cross-entropy (audio tokens)"), ax.set_title("speech LM training")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
