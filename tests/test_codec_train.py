@@ -24,3 +24,19 @@ def test_training_lowers_the_loss_and_resumes_where_it_stopped(speech_path, tmp_
     ckpt = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
     assert ckpt["step"] == 12
     assert isinstance(model, Codec)
+
+
+def test_adversarial_fine_tuning_trains_the_discriminator_and_resumes(speech_path, tmp_path):
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(json.dumps({"audio": str(speech_path), "text": "x", "speaker": "cathy"}) + "\n")
+    data = read_manifest(manifest)
+    cfg = dict(run_dir=str(tmp_path / "run"), steps=6, batch_size=2, crop_frames=8, warmup=1, checkpoint_every=3,
+               val_every=3, threads=1, adversarial_from=2, codec=tiny_codec_config())
+    train_codec(TrainConfig(**cfg, stop_at=3), data, data, cache_dir=str(tmp_path / "cache"))
+    first = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["discriminator"]
+    train_codec(TrainConfig(**cfg), data, data, cache_dir=str(tmp_path / "cache"))
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert ["disc" in r for r in log] == [False, False, True, True, True, True]
+    assert all(r["fm"] > 0 for r in log[2:])
+    last = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["discriminator"]
+    assert any(not torch.equal(first[k], last[k]) for k in first)

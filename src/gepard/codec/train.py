@@ -12,6 +12,7 @@ import torch
 from tqdm import tqdm
 
 from gepard.codec.dataset import RandomCrops, build_audio_cache
+from gepard.codec.discriminator import MultiResolutionDiscriminator, discriminator_loss, generator_losses
 from gepard.codec.losses import SpectralLoss
 from gepard.codec.model import Codec, CodecConfig
 from gepard.data.manifests import Utterance
@@ -29,6 +30,9 @@ class TrainConfig:
     weight_decay: float = 0.01
     checkpoint_every: int = 250
     val_every: int = 250
+    adversarial_from: int = -1  # step from which the discriminator trains with the codec (-1: never)
+    feature_weight: float = 2.0
+    adversarial_scale: float = 1 / 15  # (adversarial + feature_weight * feature matching) x this
     threads: int = 2
     seed: int = 0
     codec: CodecConfig = field(default_factory=CodecConfig)
@@ -61,11 +65,16 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     model = Codec(cfg.codec).to(device)
     loss_fn = SpectralLoss(cfg.codec.sample_rate).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay)
+    disc = MultiResolutionDiscriminator().to(device)
+    opt_d = torch.optim.AdamW(disc.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay)
     step, elapsed = 0, 0.0
     if ckpt_path.exists():
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
         step, elapsed = ckpt["step"], ckpt.get("elapsed_s", 0.0)
+        if "discriminator" in ckpt:
+            disc.load_state_dict(ckpt["discriminator"])
+            opt_d.load_state_dict(ckpt["opt_discriminator"])
 
     length = cfg.crop_frames * cfg.codec.samples_per_frame
     crops = RandomCrops(build_audio_cache(train, cache_dir, cfg.codec.sample_rate), length, seed=cfg.seed + step)
@@ -76,12 +85,18 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     bar = tqdm(total=min(cfg.steps, cfg.stop_at), initial=step, desc="codec", unit="step")
     t0 = time.time() - elapsed
     while step < min(cfg.steps, cfg.stop_at):
-        for g in opt.param_groups:
+        for g in (*opt.param_groups, *opt_d.param_groups):
             g["lr"] = lr_at(step, cfg)
         audio = crops.batch(cfg.batch_size).to(device)
         with autocast(device):
             recon = model(audio)
         loss, parts = loss_fn(recon, audio)
+        if 0 <= cfg.adversarial_from <= step:
+            parts["disc"] = train_discriminator(disc, opt_d, audio, recon.detach(), device)
+            with autocast(device):
+                adv, fm = generator_losses(disc(audio), disc(recon))
+            loss = loss + cfg.adversarial_scale * (adv + cfg.feature_weight * fm)
+            parts["adv"], parts["fm"] = adv.item(), fm.item()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).item()
@@ -97,9 +112,19 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
         bar.update(1)
         bar.set_postfix(loss=f"{loss.item():.3f}", mel=f"{parts['mel']:.3f}")
         if step % cfg.checkpoint_every == 0 or step == cfg.stop_at:
-            save_checkpoint(ckpt_path, model, opt, step, cfg, time.time() - t0)
+            save_checkpoint(ckpt_path, model, opt, disc, opt_d, step, cfg, time.time() - t0)
     bar.close()
     return model.eval()
+
+
+def train_discriminator(disc, opt_d, real: torch.Tensor, fake: torch.Tensor, device: torch.device) -> float:
+    """One least-squares GAN step for the discriminator; returns its loss."""
+    with autocast(device):
+        loss = discriminator_loss(disc(real), disc(fake))
+    opt_d.zero_grad(set_to_none=True)
+    loss.backward()
+    opt_d.step()
+    return loss.item()
 
 
 @torch.no_grad()
@@ -112,9 +137,10 @@ def evaluate(model: Codec, loss_fn: SpectralLoss, audio: torch.Tensor, device: t
     return loss.item(), parts
 
 
-def save_checkpoint(path: Path, model: Codec, opt, step: int, cfg: TrainConfig, elapsed_s: float) -> None:
+def save_checkpoint(path: Path, model: Codec, opt, disc, opt_d, step: int, cfg: TrainConfig, elapsed_s: float):
     """Atomic: a crash while saving leaves the previous checkpoint intact."""
     tmp = path.with_suffix(".tmp")
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                "codec": asdict(cfg.codec), "elapsed_s": elapsed_s}, tmp)
+                "codec": asdict(cfg.codec), "elapsed_s": elapsed_s,
+                "discriminator": disc.state_dict(), "opt_discriminator": opt_d.state_dict()}, tmp)
     tmp.replace(path)
