@@ -8,27 +8,9 @@ from typer.testing import CliRunner
 
 from gepard.api import TTS
 from gepard.cli import app
-from gepard.lm.layout import Repetition
-from gepard.lm.model import LMConfig
-from gepard.lm.train import LMTrainConfig, build
-from gepard.lm.voice import VoiceConfig
-from gepard.lm.voices import list_voices, save_voice
+from gepard.lm.voices import list_voices
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def tiny_lm_dir(tmp_path):
-    torch.manual_seed(0)
-    cfg = LMTrainConfig(text_vocab=300, levels=[5, 4, 3], repetition=Repetition(),
-                        lm=LMConfig(hidden_size=32, layers=2, heads=2, kv_heads=1, head_dim=16, intermediate_size=64,
-                                    max_positions=2048),
-                        voice=VoiceConfig(dim=16, heads=2, blocks=1, prefix_len=4))
-    model = build(cfg, ["hello there", "yes", "see you at nine"]).eval()
-    path = tmp_path / "lm"
-    model.save_pretrained(path)
-    save_voice(path, "default", model.voice.null(1)[0] + 0.1)
-    return path
 
 
 def say(*args):

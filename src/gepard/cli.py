@@ -22,6 +22,17 @@ app.add_typer(data_app, name="data")
 CODEC_OPTION = typer.Option(None, "--codec", help="Codec folder (default: the shipped models/codec).")
 
 
+def invocation(ctx: typer.Context) -> str:
+    """The command line that ran `ctx`, with the options the user gave: for the top of every report."""
+    parts = ["gepard", *ctx.command_path.split()[1:]]
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name)
+        if source is not None and source.name == "COMMANDLINE":
+            value = ctx.params[param.name]
+            parts.append(f"{param.opts[0]} {value}" if param.opts[0].startswith("-") else str(value))
+    return " ".join(parts)
+
+
 def user_errors(fn):
     """Report expected failures (bad files, bad arguments) as one line on stderr, exit code 1."""
 
@@ -137,6 +148,7 @@ def codec_roundtrip(src: Path, dst: Path, codec: Path = CODEC_OPTION):
 @eval_app.command("codec")
 @user_errors
 def eval_codec_cmd(
+    ctx: typer.Context,
     codec: Path = CODEC_OPTION,
     limit: int = typer.Option(0, help="Use only the first N utterances of each set (0 = all)."),
     threads: int = typer.Option(2, help="CPU threads for the ASR and the codec."),
@@ -144,13 +156,31 @@ def eval_codec_cmd(
     train_log: Path = typer.Option(None, help="The codec run's log.jsonl, for the training curve."),
 ):
     """WER, speaker similarity, DNSMOS, bitrate and speed of the codec on held-out speech."""
-    import sys
-
     from gepard.codec.files import load_codec
     from gepard.eval.codec_report import evaluate_codec, write_report
 
     results = evaluate_codec(load_codec(codec), limit=limit, threads=threads)
-    write_report(results, "gepard " + " ".join(sys.argv[1:]), out, train_log)
+    write_report(results, invocation(ctx), out, train_log)
+    typer.echo(out.read_text())
+
+
+@eval_app.command("lm")
+@user_errors
+def eval_lm_cmd(
+    ctx: typer.Context,
+    model: Path = typer.Option(None, help="Speech LM folder (default: the shipped models/lm)."),
+    codec: Path = CODEC_OPTION,
+    limit: int = typer.Option(0, help="Use only the first N utterances of each set (0 = all)."),
+    threads: int = typer.Option(2, help="CPU threads."),
+    out: Path = typer.Option(Path("docs/results/lm.md"), help="Report path (.json beside it)."),
+    train_log: Path = typer.Option(None, help="The LM run's log.jsonl, for training facts."),
+):
+    """WER, speaker similarity, short-register failure and runaway rates of the speech LM."""
+    from gepard.api import TTS
+    from gepard.eval.lm_report import evaluate_lm, write_report
+
+    results = evaluate_lm(TTS.load(model, codec), limit=limit, threads=threads)
+    write_report(results, invocation(ctx), out, train_log)
     typer.echo(out.read_text())
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gepard.lm.layout import prompt_tokens
+from gepard.lm.layout import Repetition, prompt_tokens
 from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.tokenizer import encode_text
 
@@ -26,14 +26,14 @@ def max_frames_for(n_text_tokens: int, frame_rate: float) -> int:
     return int(frame_rate * max(2.0, 0.75 * n_text_tokens))
 
 
-def text_prompt(model: SpeechLM, text: str) -> tuple[list[int], int]:
-    """Text -> (prompt token ids with the checkpoint's text repetition, text tokens); errors for bad text."""
+def text_prompt(model: SpeechLM, text: str, repetition: Repetition | None = None) -> tuple[list[int], int]:
+    """Text -> (prompt token ids, text tokens); repetition defaults to the checkpoint's own (as trained)."""
     if not text or not text.strip():
         raise ValueError("the text is empty")
     ids = encode_text(model.tokenizer, text.strip())
     if len(ids) > MAX_TEXT_TOKENS:
         raise ValueError(f"the text is {len(ids)} tokens long; the limit for one utterance is {MAX_TEXT_TOKENS}")
-    return prompt_tokens(ids, model.vocab, model.repetition.copies(len(ids))), len(ids)
+    return prompt_tokens(ids, model.vocab, (repetition or model.repetition).copies(len(ids))), len(ids)
 
 
 def sample(logits: torch.Tensor, s: Sampling, gen: torch.Generator) -> int:
@@ -54,9 +54,9 @@ def sample(logits: torch.Tensor, s: Sampling, gen: torch.Generator) -> int:
 
 @torch.inference_mode()
 def generate_codes(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: Sampling = Sampling(),
-                   max_frames: int | None = None) -> tuple[list[int], bool]:
+                   max_frames: int | None = None, repetition: Repetition | None = None) -> tuple[list[int], bool]:
     """Text + (1, K, H) voice prefix -> (codes, stopped); stopped is False if the guard cut it off."""
-    ids, n_text = text_prompt(model, text)
+    ids, n_text = text_prompt(model, text, repetition)
     vocab = model.vocab
     limit = max_frames or max_frames_for(n_text, model.codec_frame_rate)
     allowed = torch.full((vocab.size,), float("-inf"))

@@ -1,0 +1,123 @@
+"""`gepard eval lm`: the speech LM on held-out sentences and the short-register list -> docs/results/lm.md."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import zlib
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from gepard.api import TTS
+from gepard.audio import load_audio
+from gepard.data.manifests import Utterance, shared_split
+from gepard.eval.asr import get_transcriber, utterance_wer, wer
+from gepard.eval.machine import describe_machine
+from gepard.eval.similarity import get_speaker_encoder
+from gepard.lm.generate import Sampling, generate_codes
+from gepard.lm.layout import Repetition
+from gepard.lm.voices import prefix_from_audio
+
+NO_REPETITION = Repetition(below=0)
+FAIL_WER = 0.5
+
+
+def references_by_speaker(pool: list[Utterance]) -> dict[str, list[Utterance]]:
+    by = defaultdict(list)
+    for u in pool:
+        if (u.duration or 0) >= 2.0:
+            by[u.speaker].append(u)
+    return by
+
+
+def pick_reference(u: Utterance, by: dict[str, list[Utterance]]) -> Utterance:
+    """A different utterance of the same voice, chosen deterministically."""
+    others = [r for r in by.get(u.speaker, []) if r.id != u.id]
+    if not others:
+        raise ValueError(f"no reference clip for voice {u.speaker}")
+    return others[zlib.crc32(u.id.encode()) % len(others)]
+
+
+def synthesize(tts: TTS, text: str, prefix: torch.Tensor, seed: int, repetition: Repetition | None = None):
+    codes, stopped = generate_codes(tts.model, text, prefix, Sampling(seed=seed), repetition=repetition)
+    audio = tts.codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
+    return audio, stopped
+
+
+def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2) -> dict:
+    torch.set_num_threads(threads)
+    asr, speakers = get_transcriber(threads), get_speaker_encoder()
+    by = references_by_speaker(shared_split("teacher_test"))
+    prefixes: dict[str, tuple[torch.Tensor, np.ndarray]] = {}
+
+    def voice_of(u: Utterance):
+        ref = pick_reference(u, by)
+        if ref.id not in prefixes:
+            audio = load_audio(ref.audio)
+            prefixes[ref.id] = (prefix_from_audio(tts.model, tts.codec, audio, ref.id)[None], audio)
+        return prefixes[ref.id]
+
+    test = shared_split("teacher_test")
+    test = test[:limit] if limit else test
+    rows = []
+    for u in tqdm(test, desc="test sentences", unit="utt"):
+        prefix, ref_audio = voice_of(u)
+        audio, stopped = synthesize(tts, u.text, prefix, seed=0)
+        rows.append({"id": u.id, "text": u.text, "asr": asr.transcribe(audio), "stopped": stopped,
+                     "cosine": speakers.cosine(audio, ref_audio) if len(audio) else 0.0})
+    short = shared_split("short_register")
+    short = short[:limit] if limit else short
+    short_rows = []
+    for u in tqdm(short, desc="short register", unit="utt"):
+        prefix, _ = voice_of(u)
+        row = {"id": u.id, "text": u.text}
+        for name, rep in (("repeated", None), ("plain", NO_REPETITION)):
+            audio, stopped = synthesize(tts, u.text, prefix, seed=0, repetition=rep)
+            hyp = asr.transcribe(audio)
+            row[name] = {"asr": hyp, "stopped": stopped,
+                         "failed": (not stopped) or utterance_wer(u.reference_text, hyp) > FAIL_WER}
+        short_rows.append(row)
+    generations = [r["stopped"] for r in rows] + [r[k]["stopped"] for r in short_rows for k in ("repeated", "plain")]
+    return {
+        "wer": 100 * wer([r["text"] for r in rows], [r["asr"] for r in rows]),
+        "cosine_mean": float(np.mean([r["cosine"] for r in rows])),
+        "test_utterances": len(rows),
+        "short_failure_repeated": 100 * float(np.mean([r["repeated"]["failed"] for r in short_rows])),
+        "short_failure_plain": 100 * float(np.mean([r["plain"]["failed"] for r in short_rows])),
+        "short_items": len(short_rows),
+        "runaway_rate": 100 * (1 - float(np.mean(generations))), "generations": len(generations),
+        "params": sum(p.numel() for p in tts.model.lm.parameters()),
+        "voice_params": sum(p.numel() for p in tts.model.voice.parameters()),
+        "machine": describe_machine(), "date": datetime.date.today().isoformat(),
+        "rows": rows, "short_rows": short_rows,
+    }
+
+
+def write_report(r: dict, command: str, out: Path, train_log: Path | None = None) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ok = lambda good: "✅" if good else "❌"  # noqa: E731
+    lines = [
+        "# Speech LM", "", f"Command: `{command}`", "", f"Machine: {r['machine']}. Date: {r['date']}.", "",
+        f"LM parameters: {r['params'] / 1e6:.1f} M (stock Qwen3); reference compressor: {r['voice_params'] / 1e6:.2f} M.",
+        "", "| measure | value | target |", "|---|---|---|",
+        f"| WER on held-out sentences ({r['test_utterances']} utterances, Whisper tiny.en) | {r['wer']:.2f} % "
+        f"{ok(r['wer'] <= 8)} | ≤ 8 % |",
+        f"| resemblyzer cosine to the reference (another utterance of the voice) | {r['cosine_mean']:.3f} "
+        f"{ok(r['cosine_mean'] >= 0.75)} | ≥ 0.75 |",
+        f"| short-register failure rate, with text repetition ({r['short_items']} items) "
+        f"| {r['short_failure_repeated']:.1f} % | — |",
+        f"| short-register failure rate, without text repetition | {r['short_failure_plain']:.1f} % | — |",
+        f"| runaway rate (no stop before the max-frame guard), {r['generations']} generations "
+        f"| {r['runaway_rate']:.2f} % | — |",
+        "", f"Failure: no stop before the guard, or utterance WER > {FAIL_WER:.0%}. Sampling: temperature 0.8, "
+        "top-k 100, top-p 0.95, seed 0.",
+    ]
+    if train_log and train_log.exists():
+        log = [json.loads(line) for line in train_log.read_text().splitlines() if line.strip()]
+        lines += ["", f"Training: {log[-1]['step']} steps in {log[-1]['elapsed_s'] / 3600:.2f} h."]
+    out.write_text("\n".join(lines) + "\n")
+    out.with_suffix(".json").write_text(json.dumps({k: v for k, v in r.items() if not k.endswith("rows")}, indent=2))

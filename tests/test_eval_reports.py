@@ -1,0 +1,34 @@
+"""The report commands end to end on two utterances per set, with tiny random models (plumbing, not quality)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from gepard.cli import app
+from gepard.paths import shared_data_dir
+
+pytest.importorskip("faster_whisper")
+pytestmark = pytest.mark.skipif(shared_data_dir() is None, reason="the shared corpus (../shared/data) is absent")
+
+
+def test_eval_codec_writes_the_report(tiny_codec_dir, tmp_path):
+    out = tmp_path / "codec.md"
+    r = CliRunner().invoke(app, ["eval", "codec", "--codec", str(tiny_codec_dir), "--limit", "2", "--threads", "1",
+                                 "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    summary = json.loads(out.with_suffix(".json").read_text())
+    assert set(summary["sets"]) == {"teacher_test", "real_heldout"}
+    assert summary["sets"]["teacher_test"]["utterances"] == 2
+    assert summary["speed"]["decode_x_realtime"] > 0
+    assert f"Command: `gepard eval codec --codec {tiny_codec_dir} --limit 2 --threads 1 --out {out}`" in out.read_text()
+
+
+def test_eval_lm_writes_the_report(tiny_lm_dir, tiny_codec_dir, tmp_path):
+    out = tmp_path / "lm.md"
+    r = CliRunner().invoke(app, ["eval", "lm", "--model", str(tiny_lm_dir), "--codec", str(tiny_codec_dir),
+                                 "--limit", "2", "--threads", "1", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    summary = json.loads(out.with_suffix(".json").read_text())
+    assert summary["test_utterances"] == 2 and summary["short_items"] == 2 and summary["generations"] == 6
+    assert 0 <= summary["runaway_rate"] <= 100
