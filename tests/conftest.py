@@ -48,14 +48,19 @@ def shipped_codec_dir() -> Path:
     return path
 
 
-@pytest.fixture
-def tiny_lm_dir(tmp_path):
+def tiny_speech_lm():
+    """A random-weight SpeechLM over the tiny codec's 60 codes."""
     torch.manual_seed(0)
     cfg = LMTrainConfig(text_vocab=300, levels=[5, 4, 3], repetition=Repetition(),
                         lm=LMConfig(hidden_size=32, layers=2, heads=2, kv_heads=1, head_dim=16, intermediate_size=64,
                                     max_positions=2048),
                         voice=VoiceConfig(dim=16, heads=2, blocks=1, prefix_len=4))
-    model = build(cfg, ["hello there", "yes", "see you at nine"]).eval()
+    return build(cfg, ["hello there", "yes", "see you at nine"]).eval()
+
+
+@pytest.fixture
+def tiny_lm_dir(tmp_path):
+    model = tiny_speech_lm()
     path = tmp_path / "lm"
     model.save_pretrained(path)
     save_voice(path, "default", model.voice.null(1)[0] + 0.1)

@@ -9,7 +9,8 @@ import torch
 
 from gepard.codec.files import load_codec
 from gepard.codec.model import Codec
-from gepard.lm.generate import Sampling, generate_codes
+from gepard.engine.base import SamplingParams
+from gepard.lm.generate import generate_codes
 from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.voices import resolve_voice
 from gepard.paths import models_dir
@@ -38,7 +39,7 @@ class TTS:
 
     def say(self, text: str, voice: str | None = None, seed: int = 0, temperature: float = 0.8) -> np.ndarray:
         """Text -> (T,) float32 audio at `sample_rate`."""
-        codes, _ = generate_codes(self.model, text, self.voice(voice), Sampling(temperature=temperature, seed=seed))
+        codes, _ = generate_codes(self.model, text, self.voice(voice), SamplingParams(temperature=temperature, seed=seed))
         if not codes:
             return np.zeros(0, dtype=np.float32)
         return self.codec.decode(torch.tensor([codes]))[0].clamp(-1, 1).numpy()

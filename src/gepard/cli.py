@@ -194,6 +194,7 @@ def train_codec_cmd(
     threads: int = typer.Option(2, help="CPU threads."),
     stop_at: int = typer.Option(0, help="Stop early at this step (keeps the schedule of --steps)."),
     adversarial_from: int = typer.Option(-1, help="Add the multi-resolution discriminator from this step on."),
+    phase_weight: float = typer.Option(0.0, help="Weight of the instantaneous-frequency/group-delay losses."),
     train: Path = typer.Option(None, help="Training manifest (.jsonl or LJSpeech folder); default: shared corpus."),
     val: Path = typer.Option(None, help="Validation manifest; default: the shared teacher test set."),
     export: str = typer.Option("", help="Also save the trained codec here (config.json + model.safetensors)."),
@@ -204,7 +205,8 @@ def train_codec_cmd(
     from gepard.data.manifests import read_manifest, shared_split
 
     cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, threads=threads,
-                      stop_at=stop_at or steps, adversarial_from=adversarial_from, codec=CodecConfig(stride=stride))
+                      stop_at=stop_at or steps, adversarial_from=adversarial_from,
+                      phase_weight=phase_weight, codec=CodecConfig(stride=stride))
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))
     if export:

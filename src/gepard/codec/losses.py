@@ -23,12 +23,33 @@ def mel_filterbank(n_fft: int, n_mels: int, sample_rate: int = 16000) -> np.ndar
     return fb.astype(np.float32)
 
 
-class SpectralLoss(nn.Module):
-    """(B, T) prediction, (B, T) target -> scalar loss and its parts (all fp32)."""
+def phase_difference_loss(pred: torch.Tensor, target: torch.Tensor, dim: int) -> torch.Tensor:
+    """Magnitude-weighted 1 - cos of the error in phase differences along `dim` of two complex STFTs.
 
-    def __init__(self, sample_rate: int = 16000, resolutions=RESOLUTIONS):
+    Along time this is the instantaneous frequency, along frequency the group delay (APNet's phase losses,
+    without the absolute phase, which the codes cannot determine). Weights: the target's energy in both bins.
+    """
+    def advance(z: torch.Tensor) -> torch.Tensor:
+        n = z.shape[dim]
+        return z.narrow(dim, 1, n - 1) * z.narrow(dim, 0, n - 1).conj()
+
+    p, t = advance(pred), advance(target)
+    eps = 1e-4 * t.abs().amax().clamp(min=1e-8)
+    cos = (p * t.conj()).real / (p.abs() * t.abs() + eps)
+    weight = t.abs()
+    return (weight * (1 - cos)).sum() / weight.sum().clamp(min=1e-8)
+
+
+class SpectralLoss(nn.Module):
+    """(B, T) prediction, (B, T) target -> scalar loss and its parts (all fp32).
+
+    Multi-resolution log-mel L1 + spectral convergence + log magnitude, and (phase_weight > 0) the
+    instantaneous-frequency and group-delay losses that reward coherent harmonics.
+    """
+
+    def __init__(self, sample_rate: int = 16000, resolutions=RESOLUTIONS, phase_weight: float = 0.0):
         super().__init__()
-        self.resolutions = resolutions
+        self.resolutions, self.phase_weight = resolutions, phase_weight
         for n_fft, _, n_mels in resolutions:
             self.register_buffer(f"mel_{n_fft}", torch.from_numpy(mel_filterbank(n_fft, n_mels, sample_rate)),
                                  persistent=False)
@@ -36,14 +57,19 @@ class SpectralLoss(nn.Module):
 
     def forward(self, pred: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
         pred, target = pred.float(), target.float()
-        mel = sc = logmag = 0.0
+        mel = sc = logmag = phase = 0.0
         for n_fft, hop, _ in self.resolutions:
             win, fb = getattr(self, f"win_{n_fft}"), getattr(self, f"mel_{n_fft}")
-            p = torch.stft(pred, n_fft, hop, window=win, return_complex=True).abs()
-            t = torch.stft(target, n_fft, hop, window=win, return_complex=True).abs()
+            pc = torch.stft(pred, n_fft, hop, window=win, return_complex=True)
+            tc = torch.stft(target, n_fft, hop, window=win, return_complex=True)
+            if self.phase_weight:
+                phase = phase + phase_difference_loss(pc, tc, -1) + phase_difference_loss(pc, tc, -2)
+            p, t = pc.abs(), tc.abs()
             sc = sc + torch.linalg.norm(t - p) / torch.linalg.norm(t).clamp(min=1e-5)
             logmag = logmag + (torch.log(p + 1e-5) - torch.log(t + 1e-5)).abs().mean()
             mel = mel + (torch.log(fb @ p + 1e-5) - torch.log(fb @ t + 1e-5)).abs().mean()
         n = len(self.resolutions)
         parts = {"mel": mel.item() / n, "sc": sc.item() / n, "logmag": logmag.item() / n}
-        return (mel + sc + logmag) / n, parts
+        if self.phase_weight:
+            parts["phase"] = phase.item() / n
+        return (mel + sc + logmag + self.phase_weight * phase) / n, parts

@@ -30,6 +30,7 @@ class TrainConfig:
     weight_decay: float = 0.01
     checkpoint_every: int = 250
     val_every: int = 250
+    phase_weight: float = 0.0  # instantaneous-frequency + group-delay losses (0: off)
     adversarial_from: int = -1  # step from which the discriminator trains with the codec (-1: never)
     feature_weight: float = 2.0
     adversarial_scale: float = 1 / 15  # (adversarial + feature_weight * feature matching) x this
@@ -63,7 +64,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
 
     torch.manual_seed(cfg.seed)
     model = Codec(cfg.codec).to(device)
-    loss_fn = SpectralLoss(cfg.codec.sample_rate).to(device)
+    loss_fn = SpectralLoss(cfg.codec.sample_rate, phase_weight=cfg.phase_weight).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay)
     disc = MultiResolutionDiscriminator().to(device)
     opt_d = torch.optim.AdamW(disc.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay)

@@ -18,7 +18,8 @@ from gepard.data.manifests import Utterance, shared_split
 from gepard.eval.asr import get_transcriber, utterance_wer, wer
 from gepard.eval.machine import describe_machine
 from gepard.eval.similarity import get_speaker_encoder
-from gepard.lm.generate import Sampling, generate_codes
+from gepard.engine.base import SamplingParams
+from gepard.lm.generate import generate_codes
 from gepard.lm.layout import Repetition
 from gepard.lm.voices import prefix_from_audio
 
@@ -43,7 +44,7 @@ def pick_reference(u: Utterance, by: dict[str, list[Utterance]]) -> Utterance:
 
 
 def synthesize(tts: TTS, text: str, prefix: torch.Tensor, seed: int, repetition: Repetition | None = None):
-    codes, stopped = generate_codes(tts.model, text, prefix, Sampling(seed=seed), repetition=repetition)
+    codes, stopped = generate_codes(tts.model, text, prefix, SamplingParams(seed=seed), repetition=repetition)
     audio = tts.codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
     return audio, stopped
 

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
+from gepard.engine.base import SamplingParams
+from gepard.engine.sampling import sample_token
 from gepard.lm.layout import Repetition, prompt_tokens
 from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.tokenizer import encode_text
 
 MAX_TEXT_TOKENS = 400  # longer texts are refused; streaming segmentation splits long input first
-
-
-@dataclass
-class Sampling:
-    temperature: float = 0.8
-    top_k: int = 100
-    top_p: float = 0.95
-    seed: int = 0
 
 
 def max_frames_for(n_text_tokens: int, frame_rate: float) -> int:
@@ -36,24 +28,8 @@ def text_prompt(model: SpeechLM, text: str, repetition: Repetition | None = None
     return prompt_tokens(ids, model.vocab, (repetition or model.repetition).copies(len(ids))), len(ids)
 
 
-def sample(logits: torch.Tensor, s: Sampling, gen: torch.Generator) -> int:
-    """(V,) logits (disallowed already at -inf) -> one token id."""
-    if s.temperature <= 0:
-        return int(logits.argmax())
-    logits = logits.float() / s.temperature
-    if s.top_k:
-        kth = torch.topk(logits, min(s.top_k, logits.numel())).values[-1]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    probs = torch.softmax(logits, -1)
-    if s.top_p < 1.0:
-        sorted_p, order = probs.sort(descending=True)
-        drop = sorted_p.cumsum(0) - sorted_p > s.top_p
-        probs[order[drop]] = 0.0
-    return int(torch.multinomial(probs / probs.sum(), 1, generator=gen))
-
-
 @torch.inference_mode()
-def generate_codes(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: Sampling = Sampling(),
+def generate_codes(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: SamplingParams = SamplingParams(),
                    max_frames: int | None = None, repetition: Repetition | None = None) -> tuple[list[int], bool]:
     """Text + (1, K, H) voice prefix -> (codes, stopped); stopped is False if the guard cut it off."""
     ids, n_text = text_prompt(model, text, repetition)
@@ -66,7 +42,7 @@ def generate_codes(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: S
     out = model.lm(inputs_embeds=model.embed(prefix, torch.tensor([ids])), use_cache=True)
     codes: list[int] = []
     while len(codes) < limit:
-        token = sample(out.logits[0, -1].float() + allowed, sampling, gen)
+        token = sample_token(out.logits[0, -1].float() + allowed, sampling, gen)
         if token == vocab.special("<eos>"):
             return codes, True
         codes.append(token - vocab.audio_offset)

@@ -1,0 +1,37 @@
+"""What every engine takes and gives: a request (voice prefix + prompt tokens + sampling) in, audio codes out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 0.8  # 0 = greedy
+    top_k: int = 100  # 0 = off
+    top_p: float = 0.95  # 1 = off
+    repetition_penalty: float = 1.0  # > 1 discourages codes seen in the last `repetition_window` frames
+    repetition_window: int = 16
+    seed: int = 0
+    cfg_scale: float = 1.0  # two-pass text CFG when != 1 (needs Request.uncond_prompt_ids)
+    cfg_frames: int = 20  # CFG applies to the first this-many frames
+
+
+@dataclass
+class Request:
+    prefix: torch.Tensor  # (K, H) voice prefix embeddings
+    prompt_ids: list[int]  # text layout ending in <sos>
+    max_frames: int
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    uncond_prompt_ids: list[int] | None = None  # the CFG branch's prompt (text dropped)
+
+
+@dataclass(frozen=True)
+class Output:
+    """One engine event for a request: a new audio code, or the end (reason: stop | length | cancelled)."""
+
+    request_id: int
+    code: int | None
+    finished: str | None = None

@@ -1,0 +1,141 @@
+"""The embedded torch engine's core: slots, prefill, one batched decode step, continuous batching.
+
+Synchronous and step-driven: `add` queues a request, each `step` admits waiting requests into free slots
+(prefill) and advances every active request by one audio frame, returning the new codes. Requests join
+and leave between any two steps; `cancel` frees a slot at once. A runner thread drives it for streaming.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+
+import torch
+
+from gepard.engine.base import Output, Request
+from gepard.engine.cached_lm import CachedLM
+from gepard.engine.sampling import apply_repetition_penalty, sample_token
+from gepard.lm.speech_lm import SpeechLM
+
+
+@dataclass
+class Active:
+    request_id: int
+    request: Request
+    slot: int
+    uncond_slot: int | None
+    generator: torch.Generator
+    codes: list[int] = field(default_factory=list)
+    last_token: int | None = None
+
+
+class EngineCore:
+    def __init__(self, model: SpeechLM, slots: int = 16, max_len: int = 2048):
+        self.model, self.vocab = model, model.vocab
+        self.lm = CachedLM(model.lm, slots, max_len)
+        self.free = list(range(slots))
+        self.waiting: deque[tuple[int, Request]] = deque()
+        self.active: dict[int, Active] = {}
+        self.ids = itertools.count()
+        allowed = torch.full((self.vocab.size,), float("-inf"))
+        allowed[self.vocab.audio_offset:] = 0.0
+        allowed[self.vocab.special("<eos>")] = 0.0
+        self.allowed = allowed
+
+    def add(self, request: Request) -> int:
+        if not request.prompt_ids or request.max_frames <= 0:
+            raise ValueError("a request needs prompt tokens and max_frames > 0")
+        if request.sampling.cfg_scale != 1.0 and not request.uncond_prompt_ids:
+            raise ValueError("cfg_scale != 1 needs uncond_prompt_ids")
+        rid = next(self.ids)
+        self.waiting.append((rid, request))
+        return rid
+
+    def cancel(self, request_id: int) -> bool:
+        """Stop a request now; its slot is free for the next step. False if it was not running or queued."""
+        for i, (rid, _) in enumerate(self.waiting):
+            if rid == request_id:
+                del self.waiting[i]
+                return True
+        state = self.active.pop(request_id, None)
+        if state is None:
+            return False
+        self._release(state)
+        return True
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.active or self.waiting)
+
+    def step(self) -> list[Output]:
+        """Admit what fits, then advance every active request by one frame."""
+        outputs = []
+        while self.waiting and len(self.free) >= self._slots_needed(self.waiting[0][1]):
+            rid, request = self.waiting.popleft()
+            outputs += self._prefill(rid, request)
+        decoding = [s for s in self.active.values() if s.last_token is not None]
+        if decoding:
+            outputs += self._decode(decoding)
+        return outputs
+
+    @staticmethod
+    def _slots_needed(request: Request) -> int:
+        return 2 if request.sampling.cfg_scale != 1.0 else 1
+
+    def _prefill(self, rid: int, request: Request) -> list[Output]:
+        slot = self.free.pop()
+        uncond = self.free.pop() if self._slots_needed(request) == 2 else None
+        state = Active(rid, request, slot, uncond, torch.Generator().manual_seed(request.sampling.seed))
+        self.active[rid] = state
+        logits = self._prompt_logits(slot, request.prefix, request.prompt_ids)
+        uncond_logits = None
+        if uncond is not None:
+            uncond_logits = self._prompt_logits(uncond, request.prefix, request.uncond_prompt_ids)
+        return [self._emit(state, logits, uncond_logits)]
+
+    def _prompt_logits(self, slot: int, prefix: torch.Tensor, ids: list[int]) -> torch.Tensor:
+        self.lm.reset(slot)
+        tokens = self.lm.embed(torch.tensor([ids]))
+        embeds = torch.cat([prefix[None].to(tokens.dtype), tokens], dim=1)
+        return self.lm.logits(self.lm.forward(embeds, torch.tensor([slot]))[:, -1])[0]
+
+    def _decode(self, states: list[Active]) -> list[Output]:
+        rows = [(s, s.slot) for s in states] + [(s, s.uncond_slot) for s in states if s.uncond_slot is not None]
+        slots = torch.tensor([slot for _, slot in rows])
+        tokens = self.lm.embed(torch.tensor([[s.last_token] for s, _ in rows]))
+        logits = self.lm.logits(self.lm.forward(tokens, slots)[:, -1])
+        uncond = {id(s): logits[len(states) + i] for i, s in enumerate(x for x in states if x.uncond_slot is not None)}
+        return [self._emit(s, logits[i], uncond.get(id(s))) for i, s in enumerate(states)]
+
+    def _emit(self, state: Active, logits: torch.Tensor, uncond: torch.Tensor | None) -> Output:
+        """Sample the next code for one request from its (B=1) logits; finish it on <eos> or at max_frames."""
+        s = state.request.sampling
+        logits = logits.float()
+        if uncond is not None:
+            logits = uncond.float() + s.cfg_scale * (logits - uncond.float())
+            if len(state.codes) + 1 >= s.cfg_frames:  # guidance is over: the second pass stops costing
+                self.free.append(state.uncond_slot)
+                state.uncond_slot = None
+        recent = [self.vocab.audio_offset + c for c in state.codes[-s.repetition_window:]]
+        logits = apply_repetition_penalty(logits, recent, s.repetition_penalty) + self.allowed
+        token = sample_token(logits, s, state.generator)
+        if token == self.vocab.special("<eos>"):
+            return self._finish(state, "stop")
+        code = token - self.vocab.audio_offset
+        state.codes.append(code)
+        state.last_token = token
+        if len(state.codes) >= state.request.max_frames:
+            self._finish(state, "length")
+            return Output(state.request_id, code, "length")
+        return Output(state.request_id, code)
+
+    def _finish(self, state: Active, reason: str) -> Output:
+        self.active.pop(state.request_id, None)
+        self._release(state)
+        return Output(state.request_id, None, reason)
+
+    def _release(self, state: Active) -> None:
+        self.free.append(state.slot)
+        if state.uncond_slot is not None:
+            self.free.append(state.uncond_slot)
