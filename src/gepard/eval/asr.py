@@ -12,35 +12,16 @@ import unicodedata
 
 import numpy as np
 
+from gepard.stream.normalize import spell_numbers
+
 SAMPLE_RATE = 16000
 MIN_SECONDS = 0.1  # shorter clips are not sent to Whisper; they transcribe as ""
-
-_NUMBER = re.compile(r"(\$)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(st|nd|rd|th|s)?(%)?")
-
-
-def _spell_number(m: re.Match) -> str:
-    from num2words import num2words
-
-    dollar, integer, decimals, suffix, percent = m.groups()
-    n = int(integer.replace(",", ""))
-    if suffix in ("st", "nd", "rd", "th") and not decimals:
-        words = num2words(n, to="ordinal")
-    elif 1100 <= n <= 1999 and "," not in integer and not decimals:  # "1865" is read as a year
-        words = num2words(n, to="year")
-    else:
-        words = num2words(n)
-    if decimals:
-        words += " point " + " ".join(num2words(int(d)) for d in decimals[1:])
-    if suffix == "s":  # "1990s" -> "nineteen nineties"
-        words = words[:-1] + "ies" if words.endswith("y") else words + "s"
-    return f" {words}{' percent' if percent else ''}{' dollars' if dollar else ''} "
 
 
 def normalize_text(text: str) -> str:
     """Lowercase, digits as words ("19th" -> "nineteenth"), punctuation removed, apostrophes kept inside words."""
-    text = unicodedata.normalize("NFKC", text).lower().replace("\u2019", "'").replace("\u2018", "'")
-    text = text.replace("&", " and ")
-    text = _NUMBER.sub(_spell_number, text)
+    text = unicodedata.normalize("NFKC", text).replace("\u2019", "'").replace("\u2018", "'")
+    text = spell_numbers(text.replace("&", " and ")).lower()
     text = re.sub(r"[^\w\s']|_", " ", text)  # hyphens become spaces: "twenty-three" == "twenty three"
     text = re.sub(r"(?<!\w)'|'(?!\w)", " ", text)
     return " ".join(text.split())
