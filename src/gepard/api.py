@@ -1,7 +1,8 @@
-"""The Python API: `TTS.load()` then `tts.say(text)`."""
+"""The Python API: `tts = TTS.load()`, then `tts.say(text)` or `tts.stream(text or deltas)`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -10,36 +11,68 @@ import torch
 from gepard.codec.files import load_codec
 from gepard.codec.model import Codec
 from gepard.engine.base import SamplingParams
-from gepard.lm.generate import generate_codes
+from gepard.engine.core import EngineCore
+from gepard.engine.runner import EngineRunner
+from gepard.lm.generate import text_request
 from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.voices import resolve_voice
 from gepard.paths import models_dir
+from gepard.stream.audio import finish, pcm_chunks
+from gepard.stream.normalize import normalize_for_speech
+from gepard.stream.text import segment_stream
+
+
+MAX_TEXT_CHARS = 5000  # one call; longer input is refused with a clear error
 
 
 class TTS:
-    """Text -> 16 kHz mono speech with the shipped (or a given) speech LM and codec."""
+    """Text -> 16 kHz mono speech; many streams may run at once (one engine, continuous batching)."""
 
-    def __init__(self, model: SpeechLM, codec: Codec, model_dir: Path):
+    def __init__(self, model: SpeechLM, codec: Codec, model_dir: Path, slots: int = 16):
         self.model, self.codec, self.model_dir = model, codec, model_dir
+        self.engine = EngineRunner(EngineCore(model, slots=slots))
 
     @property
     def sample_rate(self) -> int:
         return self.codec.config.sample_rate
 
     @classmethod
-    def load(cls, model_dir: str | Path | None = None, codec_dir: str | Path | None = None) -> "TTS":
+    def load(cls, model_dir: str | Path | None = None, codec_dir: str | Path | None = None, slots: int = 16) -> "TTS":
         model_dir = Path(model_dir) if model_dir else models_dir() / "lm"
         if not (model_dir / "gepard.json").is_file():
             raise FileNotFoundError(f"no speech LM at {model_dir} (expected gepard.json, config.json, ...)")
-        return cls(SpeechLM.from_pretrained(model_dir), load_codec(codec_dir), model_dir)
+        return cls(SpeechLM.from_pretrained(model_dir), load_codec(codec_dir), model_dir, slots)
 
     def voice(self, voice: str | None = None) -> torch.Tensor:
         """A named voice, a reference clip path, or None for the default -> (1, K, H) prefix."""
         return resolve_voice(self.model, self.codec, self.model_dir, voice)
 
+    def stream(self, text: str | Iterable[str], voice: str | None = None, seed: int = 0,
+               temperature: float = 0.8) -> Iterator[np.ndarray]:
+        """Text, or an iterator of text deltas, -> (n,) float32 PCM chunks as soon as they are decoded."""
+        if isinstance(text, str) and not text.strip():
+            raise ValueError("the text is empty")
+        prefix = self.voice(voice)
+        decoder = self.codec.stream()
+        for i, segment in enumerate(segment_stream(limited([text] if isinstance(text, str) else text))):
+            sampling = SamplingParams(temperature=temperature, seed=seed + i)
+            codes = self.engine.submit(text_request(self.model, normalize_for_speech(segment), prefix, sampling))
+            try:
+                yield from pcm_chunks(decoder, codes)
+            finally:
+                codes.close()  # a consumer that stops early cancels the generation
+        yield finish(decoder)
+
     def say(self, text: str, voice: str | None = None, seed: int = 0, temperature: float = 0.8) -> np.ndarray:
-        """Text -> (T,) float32 audio at `sample_rate`."""
-        codes, _ = generate_codes(self.model, text, self.voice(voice), SamplingParams(temperature=temperature, seed=seed))
-        if not codes:
-            return np.zeros(0, dtype=np.float32)
-        return self.codec.decode(torch.tensor([codes]))[0].clamp(-1, 1).numpy()
+        """Text -> (T,) float32 audio: exactly the concatenation of `stream`."""
+        return np.concatenate(list(self.stream(text, voice, seed, temperature)))
+
+
+def limited(deltas: Iterable[str]) -> Iterator[str]:
+    """Pass deltas through, refusing more than MAX_TEXT_CHARS in all."""
+    total = 0
+    for delta in deltas:
+        total += len(delta)
+        if total > MAX_TEXT_CHARS:
+            raise ValueError(f"the text is longer than the limit of {MAX_TEXT_CHARS} characters")
+        yield delta

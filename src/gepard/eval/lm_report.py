@@ -19,7 +19,7 @@ from gepard.eval.asr import get_transcriber, utterance_wer, wer
 from gepard.eval.machine import describe_machine
 from gepard.eval.similarity import get_speaker_encoder
 from gepard.engine.base import SamplingParams
-from gepard.lm.generate import generate_codes
+from gepard.lm.generate import text_request
 from gepard.lm.layout import Repetition
 from gepard.lm.voices import prefix_from_audio
 
@@ -44,9 +44,11 @@ def pick_reference(u: Utterance, by: dict[str, list[Utterance]]) -> Utterance:
 
 
 def synthesize(tts: TTS, text: str, prefix: torch.Tensor, seed: int, repetition: Repetition | None = None):
-    codes, stopped = generate_codes(tts.model, text, prefix, SamplingParams(seed=seed), repetition=repetition)
+    """One utterance through the engine -> (audio (T,), stopped before the guard)."""
+    stream = tts.engine.submit(text_request(tts.model, text, prefix, SamplingParams(seed=seed), repetition))
+    codes = list(stream)
     audio = tts.codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
-    return audio, stopped
+    return audio, stream.finished == "stop"
 
 
 def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2) -> dict:

@@ -1,10 +1,10 @@
-"""A simple cached sampling loop with the HF model (the engine issue replaces it with a batched engine)."""
+"""Prompts for the speech LM, and the plain HF generation loop that the engine is checked against."""
 
 from __future__ import annotations
 
 import torch
 
-from gepard.engine.base import SamplingParams
+from gepard.engine.base import Request, SamplingParams
 from gepard.engine.sampling import sample_token
 from gepard.lm.layout import Repetition, prompt_tokens
 from gepard.lm.speech_lm import SpeechLM
@@ -26,6 +26,14 @@ def text_prompt(model: SpeechLM, text: str, repetition: Repetition | None = None
     if len(ids) > MAX_TEXT_TOKENS:
         raise ValueError(f"the text is {len(ids)} tokens long; the limit for one utterance is {MAX_TEXT_TOKENS}")
     return prompt_tokens(ids, model.vocab, (repetition or model.repetition).copies(len(ids))), len(ids)
+
+
+def text_request(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: SamplingParams = SamplingParams(),
+                 repetition: Repetition | None = None) -> Request:
+    """An engine request for `text` in the voice of the (1, K, H) prefix, with the runaway guard set."""
+    ids, n_text = text_prompt(model, text, repetition)
+    uncond = prompt_tokens([], model.vocab, 1) if sampling.cfg_scale != 1.0 else None
+    return Request(prefix[0], ids, max_frames_for(n_text, model.codec_frame_rate), sampling, uncond)
 
 
 @torch.inference_mode()

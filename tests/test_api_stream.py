@@ -1,0 +1,39 @@
+"""TTS.stream / TTS.say through the engine with tiny random models."""
+
+import numpy as np
+
+from gepard.api import TTS
+
+
+def test_say_is_the_concatenation_of_stream(tiny_lm_dir, tiny_codec_dir):
+    tts = TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4)
+    text = "Hello there, how are you today? See you at 9."
+    chunks = list(tts.stream(text, seed=5))
+    assert len(chunks) > 2 and all(c.dtype == np.float32 and c.ndim == 1 for c in chunks)
+    assert np.array_equal(np.concatenate(chunks), tts.say(text, seed=5))
+    assert tts.engine.active == 0
+
+
+def test_deltas_start_audio_before_the_text_is_complete(tiny_lm_dir, tiny_codec_dir):
+    tts = TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4)
+    sent = []
+    words = "Yes, of course I can do that. It will be ready at nine tomorrow morning.".split()
+
+    def deltas():
+        for word in words:
+            sent.append(word)
+            yield word + " "
+
+    stream = tts.stream(deltas())
+    next(stream)
+    assert len(sent) == 7  # first audio right after "that. ", while the rest of the text was still coming
+    list(stream)
+    assert len(sent) == len(words)
+
+
+def test_leaving_a_stream_early_cancels_its_generation(tiny_lm_dir, tiny_codec_dir):
+    tts = TTS.load(tiny_lm_dir, tiny_codec_dir, slots=2)
+    stream = tts.stream("This sentence will be interrupted after the first chunk of audio.")
+    next(stream)
+    stream.close()
+    assert tts.engine.active == 0 and not tts.engine.core.active
