@@ -12,12 +12,12 @@ RESOLUTIONS = ((256, 64), (512, 128), (1024, 256))  # (n_fft, hop)
 class SpectrogramDiscriminator(nn.Module):
     """(B, T) audio -> score map and feature maps, from one STFT resolution's log magnitudes."""
 
-    def __init__(self, n_fft: int, hop: int, channels: int = 32):
+    def __init__(self, n_fft: int, hop: int, channels: int = 16):
         super().__init__()
         self.n_fft, self.hop = n_fft, hop
         self.register_buffer("window", torch.hann_window(n_fft), persistent=False)
         self.convs = nn.ModuleList([
-            nn.Conv2d(1, channels, (3, 9), padding=(1, 4)),
+            nn.Conv2d(1, channels, (3, 9), stride=(1, 2), padding=(1, 4)),
             nn.Conv2d(channels, channels, (3, 9), stride=(1, 2), padding=(1, 4)),
             nn.Conv2d(channels, channels, (3, 9), stride=(1, 2), padding=(1, 4)),
             nn.Conv2d(channels, channels, (3, 3), padding=(1, 1)),

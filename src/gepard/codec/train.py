@@ -34,6 +34,7 @@ class TrainConfig:
     adversarial_from: int = -1  # step from which the discriminator trains with the codec (-1: never)
     feature_weight: float = 2.0
     adversarial_scale: float = 1 / 15  # (adversarial + feature_weight * feature matching) x this
+    adversarial_batch: int = 4  # the discriminator sees this many items of each batch (it costs more than the codec)
     threads: int = 2
     seed: int = 0
     codec: CodecConfig = field(default_factory=CodecConfig)
@@ -93,9 +94,10 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
             recon = model(audio)
         loss, parts = loss_fn(recon, audio)
         if 0 <= cfg.adversarial_from <= step:
-            parts["disc"] = train_discriminator(disc, opt_d, audio, recon.detach(), device)
+            real, fake = audio[: cfg.adversarial_batch], recon[: cfg.adversarial_batch]
+            parts["disc"] = train_discriminator(disc, opt_d, real, fake.detach(), device)
             with autocast(device):
-                adv, fm = generator_losses(disc(audio), disc(recon))
+                adv, fm = generator_losses(disc(real), disc(fake))
             loss = loss + cfg.adversarial_scale * (adv + cfg.feature_weight * fm)
             parts["adv"], parts["fm"] = adv.item(), fm.item()
         opt.zero_grad(set_to_none=True)
