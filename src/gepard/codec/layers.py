@@ -6,8 +6,6 @@ initial (zero) state, streaming use carries the returned state into the next chu
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -78,44 +76,33 @@ def causal_log_spectrogram(audio: torch.Tensor, history: torch.Tensor, n_fft: in
 
 
 class ISTFTHead(nn.Module):
-    """Hidden frames -> waveform by inverse FFT and causal overlap-add, with phase accumulated over time.
+    """Hidden frames -> waveform by inverse FFT and causal overlap-add.
 
-    Each frame predicts log magnitudes and, per bin, a phase *advance* since the previous frame (around the
-    bin centre's own advance); the phase is their running sum. A steady harmonic is then a constant output,
-    which a causal conv stack produces easily, where an absolute phase would have to be integrated by the
-    network itself. Frame k (hop-rate) covers samples [(k+1)*hop - n_fft, (k+1)*hop); a sample is complete
-    once the n_fft/hop - 1 frames after its own are added. State: the running phase (B, bins) and the
-    (B, n_fft - hop) tail still waiting for later frames.
+    Frame k (hop-rate) contributes to samples [(k+1)*hop - n_fft, (k+1)*hop); a sample is
+    complete once the n_fft/hop - 1 frames after its own have been added. The state is the
+    (B, n_fft - hop) tail still waiting for those frames.
     """
 
     def __init__(self, dim: int, n_fft: int, hop: int):
         super().__init__()
         self.n_fft, self.hop = n_fft, hop
-        bins = n_fft // 2 + 1
-        self.proj = nn.Linear(dim, 2 * bins)
+        self.proj = nn.Linear(dim, n_fft + 2)
         self.register_buffer("window", torch.hann_window(n_fft), persistent=False)
 
-    def initial_state(self, batch: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
-        bins = self.n_fft // 2 + 1
-        return (torch.zeros(batch, bins, dtype=torch.float64, device=device),
-                torch.zeros(batch, self.n_fft - self.hop, device=device))
+    def initial_state(self, batch: int, device=None) -> torch.Tensor:
+        return torch.zeros(batch, self.n_fft - self.hop, device=device)
 
-    def frames(self, x: torch.Tensor, phase: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, K, C), running phase (B, bins) -> (B, K, n_fft) windowed frames (fp32), new running phase."""
-        logmag, advance = self.proj(x).float().chunk(2, dim=-1)
-        bins = torch.arange(logmag.shape[-1], dtype=torch.float64, device=x.device)
-        centre = torch.remainder(2 * math.pi * bins * self.hop / self.n_fft, 2 * math.pi)  # a bin centre's advance
-        advance = centre + math.pi * torch.tanh(advance).double()
-        phases = torch.remainder(phase[:, None] + torch.cumsum(advance, dim=1), 2 * math.pi)  # float64: exact
-        spec = torch.polar(torch.exp(logmag.clamp(max=8.0)), phases.float())
-        return torch.fft.irfft(spec, n=self.n_fft, dim=-1) * self.window, phases[:, -1]
+    def frames(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, K, C) -> (B, K, n_fft) windowed time-domain frames (fp32)."""
+        mag, phase = self.proj(x).float().chunk(2, dim=-1)
+        spec = torch.polar(torch.exp(mag.clamp(max=8.0)), phase)
+        return torch.fft.irfft(spec, n=self.n_fft, dim=-1) * self.window
 
-    def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
-        """(B, K, C), state -> samples (B, K*hop) now complete, new state."""
-        phase, tail = state
-        frames, phase = self.frames(x, phase)
+    def forward(self, x: torch.Tensor, tail: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, K, C), tail (B, n_fft-hop) -> samples (B, K*hop) now complete, new tail."""
+        frames = self.frames(x)
         batch, k, _ = frames.shape
         length = (k - 1) * self.hop + self.n_fft
         buf = F.fold(frames.transpose(1, 2), (1, length), (1, self.n_fft), stride=(1, self.hop)).view(batch, length)
         buf = torch.cat([buf[:, : tail.shape[1]] + tail, buf[:, tail.shape[1]:]], dim=1)
-        return buf[:, : k * self.hop], (phase, buf[:, k * self.hop:])
+        return buf[:, : k * self.hop], buf[:, k * self.hop:]

@@ -89,7 +89,7 @@ class Decoder(nn.Module):
         return {
             "frame": self.frame.initial_state(batch, device),
             "fine": self.fine.initial_state(batch, device),
-            "head": self.head.initial_state(batch, device),
+            "tail": self.head.initial_state(batch, device),
             "skip": self.c.n_fft - self.c.hop,
         }
 
@@ -99,14 +99,14 @@ class Decoder(nn.Module):
         x, frame_state = self.frame(self.inp(values.to(self.inp.weight.dtype)), state["frame"])
         x = self.up(x).reshape(batch, -1, c.fine_dim)
         x, fine_state = self.fine(x, state["fine"])
-        audio, head_state = self.head(self.norm(x), state["head"])
+        audio, tail = self.head(self.norm(x), state["tail"])
         skip = min(state["skip"], audio.shape[1])
-        new_state = {"frame": frame_state, "fine": fine_state, "head": head_state, "skip": state["skip"] - skip}
+        new_state = {"frame": frame_state, "fine": fine_state, "tail": tail, "skip": state["skip"] - skip}
         return audio[:, skip:], new_state
 
     def flush(self, state: dict) -> torch.Tensor:
         """(B, n) the last samples, which no further frame will complete."""
-        return state["head"][1][:, state["skip"]:]
+        return state["tail"][:, state["skip"]:]
 
     def forward(self, values: torch.Tensor) -> torch.Tensor:
         state = self.initial_state(values.shape[0], values.device)
