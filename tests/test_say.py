@@ -51,3 +51,20 @@ def test_say_bad_inputs_fail_with_one_clear_line(tiny_lm_dir, tiny_codec_dir, tm
         assert r.exit_code == 1 and len(lines) == 1 and "Traceback" not in r.output, r.output
         assert lines[0].startswith("error: ") and expected in lines[0], lines[0]
     assert not (tmp_path / "x.wav").exists()
+
+
+def test_stream_flag_stdin_and_raw_pcm_to_stdout(tiny_lm_dir, tiny_codec_dir, tmp_path):
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "gepard.cli", "say", "-", "--model", str(tiny_lm_dir), "--codec", str(tiny_codec_dir)]
+    text = "Hello there, how are you today? Fine."
+    run = subprocess.run([*base, "--stream", "-o", str(tmp_path / "s.wav")], input=text.encode(), capture_output=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr.decode()
+    streamed, _ = sf.read(str(tmp_path / "s.wav"), dtype="int16")
+    run = subprocess.run([*base, "-o", "-"], input=text.encode(), capture_output=True, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()
+    raw = np.frombuffer(run.stdout, dtype="<i2")
+    assert len(raw) == len(streamed) > 0  # same seed, same samples (up to libsndfile's own 16-bit rounding)
+    assert np.abs(raw.astype(int) - streamed.astype(int)).max() <= 1

@@ -52,29 +52,37 @@ def user_errors(fn):
 @app.command("say")
 @user_errors
 def say(
-    text: str = typer.Argument(..., help="What to say; '-' reads standard input."),
-    out: Path = typer.Option(Path("out.wav"), "-o", "--out", help="Output audio file (.wav, .flac)."),
+    text: str = typer.Argument(..., help="What to say; '-' reads standard input (as it arrives, with --stream)."),
+    out: str = typer.Option("out.wav", "-o", "--out", help="Output audio file (.wav, .flac); '-' writes raw "
+                                                          "16-bit PCM to standard output."),
     voice: str = typer.Option(None, help="A named voice of the model, or a reference clip (.wav, .flac, ...)."),
     seed: int = typer.Option(0, help="Sampling seed: the same seed gives the same audio."),
+    stream: bool = typer.Option(False, "--stream", help="Write audio as it is generated."),
     model: Path = typer.Option(None, help="Speech LM folder (default: the shipped models/lm)."),
     codec: Path = CODEC_OPTION,
 ):
-    """Speak TEXT into an audio file."""
+    """Speak TEXT into an audio file (or standard output)."""
+    import codecs
     import sys
     import time
 
     from gepard.api import TTS
-    from gepard.audio import save_audio
+    from gepard.stream.sink import AudioSink
 
     if text == "-":
-        text = sys.stdin.read()
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        stdin_deltas = iter(lambda: decoder.decode(os.read(0, 4096)), "")
+        text = stdin_deltas if stream else "".join(stdin_deltas)
     tts = TTS.load(model, codec)
-    start = time.perf_counter()
-    audio = tts.say(text, voice=voice, seed=seed)
-    elapsed = time.perf_counter() - start
-    save_audio(out, audio, tts.sample_rate)
-    seconds = len(audio) / tts.sample_rate
-    typer.echo(f"{out}: {seconds:.2f} s of speech in {elapsed:.2f} s (RTF {elapsed / max(seconds, 1e-9):.2f})")
+    start, first, samples = time.perf_counter(), None, 0
+    with AudioSink(out, tts.sample_rate, write_as_generated=stream) as sink:
+        for chunk in tts.stream(text, voice=voice, seed=seed):
+            first = first or time.perf_counter()
+            sink.write(chunk)
+            samples += len(chunk)
+    elapsed, seconds = time.perf_counter() - start, samples / tts.sample_rate
+    typer.echo(f"{out}: {seconds:.2f} s of speech in {elapsed:.2f} s (RTF {elapsed / max(seconds, 1e-9):.2f}, "
+               f"first audio after {((first or start) - start) * 1000:.0f} ms)", err=out == "-")
 
 
 @data_app.command("prepare")
