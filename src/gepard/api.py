@@ -43,11 +43,13 @@ class TTS:
             raise FileNotFoundError(f"no speech LM at {model_dir} (expected gepard.json, config.json, ...)")
         return cls(SpeechLM.from_pretrained(model_dir), load_codec(codec_dir), model_dir, slots)
 
-    def voice(self, voice: str | None = None) -> torch.Tensor:
-        """A named voice, a reference clip path, or None for the default -> (1, K, H) prefix."""
+    def voice(self, voice: str | torch.Tensor | None = None) -> torch.Tensor:
+        """A named voice, a reference clip path, a (1, K, H) prefix, or None for the default -> (1, K, H)."""
+        if isinstance(voice, torch.Tensor):
+            return voice
         return resolve_voice(self.model, self.codec, self.model_dir, voice)
 
-    def stream(self, text: str | Iterable[str], voice: str | None = None, seed: int = 0,
+    def stream(self, text: str | Iterable[str], voice: str | torch.Tensor | None = None, seed: int = 0,
                temperature: float = 0.8) -> Iterator[np.ndarray]:
         """Text, or an iterator of text deltas, -> (n,) float32 PCM chunks as soon as they are decoded."""
         if isinstance(text, str) and not text.strip():

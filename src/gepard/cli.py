@@ -85,6 +85,30 @@ def say(
                f"first audio after {((first or start) - start) * 1000:.0f} ms)", err=out == "-")
 
 
+@app.command("serve")
+@user_errors
+def serve(
+    host: str = typer.Option("127.0.0.1"),
+    port: int = typer.Option(8000),
+    model: Path = typer.Option(None, help="Speech LM folder (default: the shipped models/lm)."),
+    codec: Path = CODEC_OPTION,
+    data_dir: Path = typer.Option(Path("gepard-data"), help="Where uploaded voices are kept."),
+    max_streams: int = typer.Option(16, help="Streams generating at once (the engine's batch)."),
+    max_queue: int = typer.Option(32, help="Requests that may wait; beyond that, 429."),
+    max_text_chars: int = typer.Option(4096, help="Longest input (413 beyond)."),
+):
+    """OpenAI-compatible speech server with a WebSocket for streaming text, voices, metrics and a web page."""
+    import uvicorn
+
+    from gepard.api import TTS
+    from gepard.server.app import create_app
+    from gepard.server.limits import Limits
+
+    tts = TTS.load(model, codec, slots=max_streams)
+    app = create_app(tts, data_dir, Limits(max_streams, max_queue, max_text_chars))
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=10)
+
+
 @data_app.command("prepare")
 @user_errors
 def data_prepare(
