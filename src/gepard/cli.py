@@ -109,6 +109,34 @@ def serve(
     uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=10)
 
 
+@app.command("bench")
+@user_errors
+def bench(
+    ctx: typer.Context,
+    model: Path = typer.Option(None, help="Speech LM folder (default: the shipped models/lm)."),
+    codec: Path = CODEC_OPTION,
+    concurrency: str = typer.Option("1,2,4,8,16", help="Comma-separated stream counts for the sweep."),
+    rounds: int = typer.Option(1, help="Texts each stream speaks back to back in the sweep."),
+    threads: int = typer.Option(2, help="CPU threads."),
+    out: Path = typer.Option(Path("docs/results/bench.md"), help="Report (.json and .png beside it)."),
+):
+    """Single-stream RTF/TTFA, a concurrency sweep, a latency breakdown and the HF baseline."""
+    import datetime
+
+    import torch
+
+    from gepard.api import TTS
+    from gepard.eval.bench import run_bench, write_bench_report
+    from gepard.eval.machine import describe_machine
+
+    torch.set_num_threads(threads)
+    levels = [int(n) for n in concurrency.split(",")]
+    tts = TTS.load(model, codec, slots=max(levels))
+    results = run_bench(tts, levels, rounds)
+    write_bench_report(results, invocation(ctx), out, describe_machine(), datetime.date.today().isoformat())
+    typer.echo(out.read_text())
+
+
 @data_app.command("prepare")
 @user_errors
 def data_prepare(

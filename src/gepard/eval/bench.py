@@ -1,0 +1,151 @@
+"""`gepard bench`: streaming speed of the embedded engine (a benchmark, not a test).
+
+Single-stream RTF and time to first audio (TTFA), a concurrency sweep (aggregate x real time, per-stream
+RTF, TTFA p50/p95, underruns), a latency breakdown (prefill, one decode step, codec per frame), and the
+plain HF `generate` loop on the same checkpoint as the baseline.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import torch
+
+from gepard.api import TTS
+from gepard.engine.base import SamplingParams
+from gepard.lm.generate import generate_codes, text_prompt
+
+TEXTS = [
+    "Sure, I can help with that. Your table for two is booked for seven thirty tonight.",
+    "The next train to the airport leaves in twelve minutes from platform four.",
+    "I am sorry, I could not find that order. Could you read me the number again?",
+    "It will be sunny this afternoon, with a light breeze and a high of twenty one degrees.",
+]
+
+
+def one_stream(tts: TTS, text: str, seed: int) -> dict:
+    """Consume one stream as a player would; underrun = a chunk arriving after the audio before it ran out."""
+    start = time.perf_counter()
+    first, played, underrun = None, 0.0, False
+    for chunk in tts.stream(text, seed=seed):
+        now = time.perf_counter()
+        if first is None:
+            first = now
+        elif now - first > played + 1e-3:
+            underrun = True
+        played += len(chunk) / tts.sample_rate
+    elapsed = time.perf_counter() - start
+    return {"ttfa_ms": ((first or start) - start) * 1000, "audio_s": played, "elapsed_s": elapsed,
+            "rtf": elapsed / max(played, 1e-9), "underrun": underrun}
+
+
+def concurrent(tts: TTS, streams: int, rounds: int = 1) -> dict:
+    """`streams` simultaneous streams (each speaking `rounds` texts back to back)."""
+    results: list[dict] = []
+    lock = threading.Lock()
+
+    def worker(i: int) -> None:
+        for r in range(rounds):
+            res = one_stream(tts, TEXTS[(i + r) % len(TEXTS)], seed=i * 100 + r)
+            with lock:
+                results.append(res)
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(streams)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    ttfa = [r["ttfa_ms"] for r in results]
+    return {"streams": streams, "aggregate_x_realtime": sum(r["audio_s"] for r in results) / wall,
+            "rtf_mean": float(np.mean([r["rtf"] for r in results])),
+            "ttfa_p50_ms": float(np.percentile(ttfa, 50)), "ttfa_p95_ms": float(np.percentile(ttfa, 95)),
+            "underruns": sum(r["underrun"] for r in results), "requests": len(results)}
+
+
+def breakdown(tts: TTS, batch: int = 1, steps: int = 20) -> dict:
+    """Milliseconds for: prefill of one prompt, one decode step at `batch`, codec decode of one frame."""
+    core, prefix = tts.engine.core, tts.voice(None)
+    ids, _ = text_prompt(tts.model, TEXTS[0])
+    lm = core.lm
+    with tts.engine.lock:  # the engine thread must not step meanwhile
+        t = time.perf_counter()
+        for slot in range(batch):
+            lm.reset(slot)
+            lm.forward(torch.cat([prefix.to(lm.k.dtype), lm.embed(torch.tensor([ids]))], dim=1), torch.tensor([slot]))
+        prefill = (time.perf_counter() - t) / batch
+        tokens = lm.embed(torch.full((batch, 1), core.vocab.audio_offset))
+        t = time.perf_counter()
+        for _ in range(steps):
+            lm.logits(lm.forward(tokens, torch.arange(batch)))
+        step = (time.perf_counter() - t) / steps
+        for slot in range(batch):
+            lm.reset(slot)
+    decoder = tts.codec.stream()
+    codes = torch.zeros(1, 1, dtype=torch.long)
+    decoder.push(codes)
+    t = time.perf_counter()
+    for _ in range(steps):
+        decoder.push(codes)
+    return {"batch": batch, "prefill_ms": prefill * 1000, "decode_step_ms": step * 1000,
+            "codec_frame_ms": (time.perf_counter() - t) / steps * 1000}
+
+
+def hf_baseline(tts: TTS) -> dict:
+    """The plain transformers loop (KV cache, batch 1) on the same checkpoint and text."""
+    start = time.perf_counter()
+    codes, _ = generate_codes(tts.model, TEXTS[0], tts.voice(None), SamplingParams(seed=0))
+    elapsed = time.perf_counter() - start
+    audio_s = len(codes) / tts.model.codec_frame_rate
+    return {"elapsed_s": elapsed, "audio_s": audio_s, "rtf": elapsed / max(audio_s, 1e-9)}
+
+
+def run_bench(tts: TTS, concurrency: list[int], rounds: int = 1) -> dict:
+    one_stream(tts, TEXTS[1], seed=0)  # warm-up
+    single = [one_stream(tts, TEXTS[i % len(TEXTS)], seed=i) for i in range(4)]
+    return {
+        "single": {"rtf": float(np.mean([r["rtf"] for r in single])),
+                   "ttfa_p50_ms": float(np.percentile([r["ttfa_ms"] for r in single], 50))},
+        "sweep": [concurrent(tts, n, rounds) for n in concurrency],
+        "breakdown": [breakdown(tts, b) for b in sorted({1, max(concurrency)})],
+        "hf_baseline": hf_baseline(tts),
+    }
+
+
+def write_bench_report(r: dict, command: str, out, machine: str, date: str) -> None:
+    """Markdown table + JSON + a plot of the concurrency sweep."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["# Engine benchmark", "", f"Command: `{command}`", "", f"Machine: {machine}. Date: {date}.", "",
+             f"Single stream (warm): RTF {r['single']['rtf']:.3f}, TTFA p50 {r['single']['ttfa_p50_ms']:.0f} ms. "
+             f"HF `transformers` loop on the same checkpoint: RTF {r['hf_baseline']['rtf']:.3f}.", "",
+             "| streams | aggregate × real time | per-stream RTF | TTFA p50 ms | TTFA p95 ms | underruns |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {s['streams']} | {s['aggregate_x_realtime']:.1f} | {s['rtf_mean']:.3f} | {s['ttfa_p50_ms']:.0f} "
+              f"| {s['ttfa_p95_ms']:.0f} | {s['underruns']}/{s['requests']} |" for s in r["sweep"]]
+    lines += ["", "| batch | prefill ms | decode step ms | codec ms per frame |", "|---|---|---|---|"]
+    lines += [f"| {b['batch']} | {b['prefill_ms']:.1f} | {b['decode_step_ms']:.1f} | {b['codec_frame_ms']:.2f} |"
+              for b in r["breakdown"]]
+    lines += ["", f"![concurrency sweep]({out.stem}.png)"]
+    out.write_text("\n".join(lines) + "\n")
+    out.with_suffix(".json").write_text(json.dumps(r, indent=2))
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+    n = [s["streams"] for s in r["sweep"]]
+    ax[0].plot(n, [s["aggregate_x_realtime"] for s in r["sweep"]], "o-")
+    ax[0].set_xscale("log", base=2), ax[0].set_xlabel("concurrent streams"), ax[0].set_ylabel("aggregate × real time")
+    ax[1].plot(n, [s["ttfa_p50_ms"] for s in r["sweep"]], "o-", label="p50")
+    ax[1].plot(n, [s["ttfa_p95_ms"] for s in r["sweep"]], "s--", label="p95")
+    ax[1].set_xscale("log", base=2), ax[1].set_xlabel("concurrent streams"), ax[1].set_ylabel("TTFA ms")
+    ax[1].legend()
+    fig.tight_layout()
+    fig.savefig(out.with_suffix(".png"), dpi=100)
+    plt.close(fig)

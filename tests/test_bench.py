@@ -1,0 +1,24 @@
+from gepard.api import TTS
+from gepard.eval.bench import run_bench
+
+
+def test_bench_measures_every_section(tiny_lm_dir, tiny_codec_dir):
+    tts = TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4)
+    r = run_bench(tts, concurrency=[1, 2])
+    assert [s["streams"] for s in r["sweep"]] == [1, 2] and all(s["requests"] == s["streams"] for s in r["sweep"])
+    assert all(s["aggregate_x_realtime"] > 0 and s["ttfa_p95_ms"] >= s["ttfa_p50_ms"] > 0 for s in r["sweep"])
+    assert [b["batch"] for b in r["breakdown"]] == [1, 2] and r["breakdown"][0]["decode_step_ms"] > 0
+    assert r["single"]["rtf"] > 0 and r["hf_baseline"]["audio_s"] >= 0
+    assert tts.engine.active == 0
+
+
+def test_bench_command_writes_the_report(tiny_lm_dir, tiny_codec_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from gepard.cli import app
+
+    out = tmp_path / "bench.md"
+    r = CliRunner().invoke(app, ["bench", "--model", str(tiny_lm_dir), "--codec", str(tiny_codec_dir),
+                                 "--concurrency", "1,2", "--threads", "1", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "| 2 |" in out.read_text() and out.with_suffix(".png").exists() and out.with_suffix(".json").exists()
