@@ -20,6 +20,7 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(data_app, name="data")
 
 CODEC_OPTION = typer.Option(None, "--codec", help="Codec folder (default: the shipped models/codec).")
+MODEL_OPTION = typer.Option(None, "--model", help="Speech LM folder (default: the shipped models/lm).")
 
 
 def invocation(ctx: typer.Context) -> str:
@@ -58,7 +59,7 @@ def say(
     voice: str = typer.Option(None, help="A named voice of the model, or a reference clip (.wav, .flac, ...)."),
     seed: int = typer.Option(0, help="Sampling seed: the same seed gives the same audio."),
     stream: bool = typer.Option(False, "--stream", help="Write audio as it is generated."),
-    model: Path = typer.Option(None, help="Speech LM folder (default: the shipped models/lm)."),
+    model: Path = MODEL_OPTION,
     codec: Path = CODEC_OPTION,
 ):
     """Speak TEXT into an audio file (or standard output)."""
@@ -90,7 +91,7 @@ def say(
 def serve(
     host: str = typer.Option("127.0.0.1"),
     port: int = typer.Option(8000),
-    model: Path = typer.Option(None, help="Speech LM folder (default: the shipped models/lm)."),
+    model: Path = MODEL_OPTION,
     codec: Path = CODEC_OPTION,
     data_dir: Path = typer.Option(Path("gepard-data"), help="Where uploaded voices are kept."),
     max_streams: int = typer.Option(16, help="Streams generating at once (the engine's batch)."),
@@ -113,7 +114,7 @@ def serve(
 @user_errors
 def bench(
     ctx: typer.Context,
-    model: Path = typer.Option(None, help="Speech LM folder (default: the shipped models/lm)."),
+    model: Path = MODEL_OPTION,
     codec: Path = CODEC_OPTION,
     concurrency: str = typer.Option("1,2,4,8,16", help="Comma-separated stream counts for the sweep."),
     rounds: int = typer.Option(1, help="Texts each stream speaks back to back in the sweep."),
@@ -228,7 +229,7 @@ def eval_codec_cmd(
 @user_errors
 def eval_lm_cmd(
     ctx: typer.Context,
-    model: Path = typer.Option(None, help="Speech LM folder (default: the shipped models/lm)."),
+    model: Path = MODEL_OPTION,
     codec: Path = CODEC_OPTION,
     limit: int = typer.Option(0, help="Use only the first N utterances of each set (0 = all)."),
     threads: int = typer.Option(2, help="CPU threads."),
