@@ -113,10 +113,18 @@ def write_report(results: dict, command: str, out: Path, train_log: Path | None 
     ]
     if train_log and train_log.exists():
         log = [json.loads(line) for line in train_log.read_text().splitlines() if line.strip()]
-        lines += ["", f"Training: {log[-1]['step']} steps of batch 16 × 1.6 s crops in "
+        cfg_path = train_log.with_name("train_config.json")
+        cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
+        losses = "multi-resolution log-mel L1 + STFT spectral convergence + log magnitude"
+        if cfg.get("phase_weight"):
+            losses += f", instantaneous-frequency/group-delay phase losses (weight {cfg['phase_weight']:g})"
+        if cfg.get("adversarial_from", -1) >= 0:
+            losses += (f", multi-resolution spectrogram discriminator (LSGAN + feature matching) from step "
+                       f"{cfg['adversarial_from']}")
+        lines += ["", f"Training: {log[-1]['step']} steps of batch {cfg.get('batch_size', 16)} × "
+                  f"{cfg.get('crop_frames', 40) / results['frame_rate']:.1f} s crops in "
                   f"{log[-1]['elapsed_s'] / 3600:.2f} h on this CPU (bf16 autocast), on 6.36 h of speech "
-                  "(teacher train + real speech except the held-out speakers); losses: multi-resolution "
-                  "log-mel L1 + STFT spectral convergence + log magnitude, no adversarial loss.",
+                  f"(teacher train + real speech except the held-out speakers); losses: {losses}.",
                   "", f"![training and similarity]({out.stem}.png)"]
         plot(results, train_log, out.with_suffix(".png"))
     out.write_text("\n".join(lines) + "\n")
