@@ -160,11 +160,10 @@ def test_websocket_cancel_stops_at_once_and_frees_the_slot(live, tts):
 
 
 def test_client_that_disconnects_mid_stream_leaks_nothing(live, tts):
-    ws = connect(ws_url(live))
-    ws.recv()
-    ws.send(json.dumps({"type": "text", "text": "Speak for a while please, this is a long reply to nobody. "}))
-    assert isinstance(ws.recv(timeout=60), bytes)
-    ws.close()
+    with connect(ws_url(live)) as ws:  # leaving the block drops the connection mid-stream
+        ws.recv()
+        ws.send(json.dumps({"type": "text", "text": "Speak for a while please, this is a long reply to nobody. "}))
+        assert isinstance(ws.recv(timeout=60), bytes)
     with httpx.stream("POST", f"{live.url}/v1/audio/speech", json={"input": "Another long reply to nobody."}) as r:
         next(r.iter_bytes())
     deadline = time.time() + 10
