@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import aclosing
 from collections.abc import AsyncIterator, Iterator
@@ -65,14 +66,14 @@ class Server:
 
     async def audio_stream(self, endpoint: str, chunks: Iterator[np.ndarray]) -> AsyncIterator[np.ndarray]:
         """Run a TTS stream in a worker thread under admission control; record TTFA/RTF; always clean up."""
-        m = self.metrics
+        m, chunks = self.metrics, LockedIterator(chunks)
         m.queued.set(self.admission.waiting + 1)
         async with self.admission:
             m.queued.set(self.admission.waiting)
             m.active.inc()
             start, first, samples, status = time.perf_counter(), None, 0, "ok"
             try:
-                while (chunk := await anyio.to_thread.run_sync(next, chunks, None)) is not None:
+                while (chunk := await anyio.to_thread.run_sync(chunks.next)) is not None:
                     if first is None:
                         first = time.perf_counter()
                         m.ttfa.observe(first - start)
@@ -88,6 +89,21 @@ class Server:
                 if samples:
                     m.rtf.observe((time.perf_counter() - start) / (samples / self.tts.sample_rate))
                 m.requests.labels(endpoint, status).inc()
+
+
+class LockedIterator:
+    """A generator driven from worker threads: `close` waits for an in-flight `next` instead of failing."""
+
+    def __init__(self, iterator: Iterator[np.ndarray]):
+        self.iterator, self.lock = iterator, threading.Lock()
+
+    def next(self) -> np.ndarray | None:
+        with self.lock:
+            return next(self.iterator, None)
+
+    def close(self) -> None:
+        with self.lock:
+            self.iterator.close()
 
 
 def create_app(tts: TTS, data_dir: str | Path = "gepard-data", limits: Limits | None = None) -> FastAPI:

@@ -28,16 +28,21 @@ class Turn:
 
     def __init__(self, ws: WebSocket, server, prefix, seed: int, after: "Turn | None"):
         self.deltas: queue.Queue[str | None] = queue.Queue()
-        self.ended = False
+        self.ended = self.cancelled = False
         chunks = server.tts.stream(iter(self.deltas.get, END), voice=prefix, seed=seed)
         self.task = asyncio.create_task(self._speak(ws, server, chunks, after))
 
     async def _speak(self, ws: WebSocket, server, chunks, after: "Turn | None") -> None:
         if after is not None:  # speak turns in order
             await asyncio.shield(after.task)
+        if self.cancelled:  # cancelled before its turn came: nothing was generated
+            chunks.close()
+            return
         start, first, samples = time.perf_counter(), None, 0
         async with aclosing(server.audio_stream("websocket", chunks)) as audio:  # cleanup now, even if cancelled
             async for chunk in audio:
+                if self.cancelled:  # barge-in: stop at the next frame; aclosing cancels the generation
+                    return
                 first = first or time.perf_counter()
                 samples += len(chunk)
                 await ws.send_bytes(pcm16(chunk))
@@ -51,11 +56,12 @@ class Turn:
             self.deltas.put(END)
 
     async def cancel(self) -> None:
+        """Stop within one decode step; returns once the engine request is cancelled and the slot is free."""
+        self.cancelled = True
         self.end()  # unblocks the worker if it waits for text
-        self.task.cancel()
         try:
             await self.task
-        except (asyncio.CancelledError, Exception):
+        except Exception:  # the client may already be gone; nothing more to send
             pass
 
 
@@ -98,7 +104,7 @@ def add_websocket_route(app: FastAPI, server) -> None:
                         turns[-1].end()
                     chars = 0
                 elif kind == "cancel":
-                    for t in reversed(turns):
+                    for t in turns:
                         await t.cancel()
                     turns, chars = [], 0
                     await ws.send_json({"type": "cancelled"})
@@ -117,6 +123,6 @@ def add_websocket_route(app: FastAPI, server) -> None:
         except WebSocketDisconnect:
             pass
         finally:
-            for t in reversed(turns):
+            for t in turns:
                 if not t.task.done():
                     await t.cancel()
