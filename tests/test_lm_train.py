@@ -4,11 +4,9 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-import torch
 from transformers import AutoModelForCausalLM
 
 from gepard.lm.layout import Repetition

@@ -1,9 +1,7 @@
 """`gepard say` and TTS.say with a tiny random-weight speech LM and codec: plumbing and bad input."""
 
 import numpy as np
-import pytest
 import soundfile as sf
-import torch
 from typer.testing import CliRunner
 
 from gepard.api import TTS

@@ -64,7 +64,6 @@ def say(
 ):
     """Speak TEXT into an audio file (or standard output)."""
     import codecs
-    import sys
     import time
 
     from gepard.api import TTS
