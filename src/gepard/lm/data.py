@@ -40,8 +40,23 @@ class LMDataset:
         for i, u in enumerate(self.items):
             self.by_speaker[u.speaker].append(i)
 
+        self.by_length = sorted(range(len(self.items)), key=lambda i: len(self.items[i].codes))
+        self.sorted_lengths = [len(self.items[i].codes) for i in self.by_length]
+
     def __len__(self) -> int:
         return len(self.items)
+
+    def sample(self, max_tokens: int, rng: random.Random) -> list[int]:
+        """Neighbours in length order up to `max_tokens` padded frames: little padding, and since the first
+        is drawn in proportion to its length, every utterance is drawn about equally often."""
+        lengths = self.sorted_lengths
+        first = rng.choices(range(len(lengths)), weights=lengths)[0]
+        last = first + 1
+        while last < len(lengths) and lengths[last] * (last + 1 - first) <= max_tokens:
+            last += 1
+        while first > 0 and lengths[last - 1] * (last - first + 1) <= max_tokens:
+            first -= 1
+        return self.by_length[first:last]
 
     def reference(self, index: int, rng: random.Random) -> np.ndarray:
         """A crop of another utterance of the same speaker (the same one if the speaker has only one)."""

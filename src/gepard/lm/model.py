@@ -13,12 +13,12 @@ from gepard.lm.layout import Vocab
 
 @dataclass
 class LMConfig:
-    hidden_size: int = 384
-    layers: int = 8
-    heads: int = 6
+    hidden_size: int = 256
+    layers: int = 6
+    heads: int = 4
     kv_heads: int = 2
     head_dim: int = 64
-    intermediate_size: int = 1024
+    intermediate_size: int = 768
     max_positions: int = 4096
 
 

@@ -1,7 +1,8 @@
 """SpeechLM: the stock LM + the reference compressor + the layout they were trained with, saved as one folder.
 
 Folder: config.json + model.safetensors (stock Qwen3, loadable by transformers and vLLM), tokenizer.json,
-voice.safetensors + gepard.json (compressor, vocabulary layout, text repetition, codec facts), voices/.
+compressor/model.safetensors + gepard.json (compressor, vocabulary layout, text repetition, codec facts),
+voices/. Only the stock LM's weights sit at the top level: vLLM loads every *.safetensors found there.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from gepard.lm.tokenizer import load_tokenizer, vocab_for
 from gepard.lm.voice import ReferenceCompressor, VoiceConfig
 
 
+COMPRESSOR = "compressor/model.safetensors"  # the reference compressor's weights, inside a model folder
 hf_logging.disable_progress_bar()  # loading a few-MB model needs no progress bars in the middle of our output
 
 
@@ -69,8 +71,8 @@ class SpeechLM(nn.Module):
         path.mkdir(parents=True, exist_ok=True)
         copy.deepcopy(self.lm).to(dtype).save_pretrained(path)
         self.tokenizer.save(str(path / "tokenizer.json"))
-        save_file({k: v.to(dtype).contiguous() for k, v in self.voice.state_dict().items()},
-                  str(path / "voice.safetensors"))
+        (path / COMPRESSOR).parent.mkdir(exist_ok=True)
+        save_file({k: v.to(dtype).contiguous() for k, v in self.voice.state_dict().items()}, str(path / COMPRESSOR))
         meta = {"voice": asdict(self.voice.config), "repetition": asdict(self.repetition),
                 "vocab": asdict(self.vocab), "codec_frame_rate": self.codec_frame_rate}
         (path / "gepard.json").write_text(json.dumps(meta, indent=2))
@@ -80,7 +82,7 @@ class SpeechLM(nn.Module):
         path = Path(path)
         meta = json.loads((path / "gepard.json").read_text())
         voice = ReferenceCompressor(VoiceConfig(**meta["voice"]))
-        voice.load_state_dict({k: v.to(dtype) for k, v in load_file(str(path / "voice.safetensors")).items()})
+        voice.load_state_dict({k: v.to(dtype) for k, v in load_file(str(path / COMPRESSOR)).items()})
         lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         model = cls(lm, voice.to(dtype), load_tokenizer(path), Repetition(**meta["repetition"]),
                     meta["codec_frame_rate"])

@@ -28,15 +28,15 @@ class LMTrainConfig:
     run_dir: str = "runs/lm"
     shards: list[str] = field(default_factory=lambda: ["shards/train"])
     steps: int = 3000
-    batch_size: int = 16  # per process
-    lr: float = 1e-3
-    warmup: int = 200
+    batch_frames: int = 2048  # audio frames per batch and process, padding included
+    lr: float = 2e-3
+    warmup: int = 100
     weight_decay: float = 0.01
     null_prob: float = 0.15  # CFG-dropout to the null prefix
-    text_vocab: int = 1024
+    text_vocab: int = 512
     codec_frame_rate: float = 25.0
     levels: list[int] = field(default_factory=lambda: [8, 8, 8, 5, 5, 5])
-    checkpoint_every: int = 250
+    checkpoint_every: int = 100
     threads: int = 2
     seed: int = 0
     lm: LMConfig = field(default_factory=LMConfig)
@@ -103,7 +103,7 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
     while step < cfg.steps:
         for g in opt.param_groups:
             g["lr"] = lr_at(step, cfg)
-        batch = {k: v.to(device) for k, v in data.batch(rng.sample(range(len(data)), cfg.batch_size), rng,
+        batch = {k: v.to(device) for k, v in data.batch(data.sample(cfg.batch_frames, rng), rng,
                                                           cfg.null_prob).items()}
         with torch.autocast(device.type, dtype=torch.bfloat16):
             loss = wrapped(batch)  # through DDP's forward when distributed, so gradients are all-reduced

@@ -1,0 +1,108 @@
+"""The engine interface on an unmodified vLLM (`AsyncLLM`): the same requests in, the same Streams out.
+
+The voice prefix and the text layout go in as one `EmbedsPrompt` (prefix vectors + token embeddings, the
+exact input the torch engine prefills), sampling is restricted to audio codes + <eos> with
+`allowed_token_ids`, tokens stream back as DELTA outputs, and `Stream.close` aborts the request. vLLM runs
+its asyncio loop in a thread of its own, so callers keep the blocking Stream API of the torch engine.
+
+Differences from the torch engine: vLLM's repetition penalty looks at every generated code rather than a
+recent window, and two-pass CFG is not available (serve the DPO-distilled single-pass model instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import threading
+from pathlib import Path
+
+import torch
+
+from gepard.engine.base import Output, Request
+from gepard.engine.runner import Stream
+from gepard.lm.speech_lm import SpeechLM
+from gepard.paths import cache_dir
+
+
+class VLLMEngine:
+    def __init__(self, model: SpeechLM, model_dir: str | Path, max_streams: int = 64, dtype: str | None = None,
+                 kv_cache_gib: int = 2):
+        """dtype: the checkpoint's own (config.json) unless given; the context is the model's max positions."""
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
+        os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_dir() / "vllm"))
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        self.vocab = model.vocab
+        self.embedding = model.lm.get_input_embeddings()
+        self.allowed = [*range(self.vocab.audio_offset, self.vocab.size), self.vocab.special("<eos>")]
+        self.streams: dict[int, Stream] = {}
+        self.ids = itertools.count()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="gepard-vllm", daemon=True)
+        self.thread.start()
+        dtype = dtype or json.loads((Path(model_dir) / "config.json").read_text()).get("dtype", "bfloat16")
+        args = AsyncEngineArgs(model=str(model_dir), skip_tokenizer_init=True, enable_prompt_embeds=True,
+                               dtype=dtype, max_model_len=model.lm.config.max_position_embeddings, max_num_seqs=max_streams, enforce_eager=True,
+                               seed=0)
+        self.llm = self._call(self._start(AsyncLLM, args))
+
+    @staticmethod
+    async def _start(cls, args):
+        return cls.from_engine_args(args)
+
+    def _call(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def submit(self, request: Request) -> Stream:
+        from vllm.sampling_params import RequestOutputKind, SamplingParams
+
+        s = request.sampling
+        if s.cfg_scale != 1.0:
+            raise ValueError("two-pass CFG runs on the torch engine only; vLLM serves single-pass models")
+        with torch.no_grad():
+            tokens = self.embedding(torch.tensor(request.prompt_ids))
+            embeds = torch.cat([request.prefix.to(tokens.dtype), tokens]).float()  # (K + L, H)
+        params = SamplingParams(
+            temperature=s.temperature, top_k=s.top_k if s.top_k > 0 else -1, top_p=s.top_p,
+            repetition_penalty=s.repetition_penalty, seed=s.seed, max_tokens=request.max_frames,
+            stop_token_ids=[self.vocab.special("<eos>")], allowed_token_ids=self.allowed, detokenize=False,
+            output_kind=RequestOutputKind.DELTA)
+        stream = Stream(self.cancel, next(self.ids))
+        self.streams[stream.request_id] = stream
+        asyncio.run_coroutine_threadsafe(self._generate(stream, embeds, params), self.loop)
+        return stream
+
+    async def _generate(self, stream: Stream, embeds: torch.Tensor, params) -> None:
+        rid, eos = stream.request_id, self.vocab.special("<eos>")
+        try:
+            async for out in self.llm.generate({"prompt_embeds": embeds}, params, str(rid)):
+                completion = out.outputs[0]
+                for token in completion.token_ids:
+                    if token != eos:
+                        stream.events.put(Output(rid, token - self.vocab.audio_offset))
+                if out.finished:
+                    reason = "stop" if completion.finish_reason == "stop" else "length"
+                    stream.events.put(Output(rid, None, reason))
+        except asyncio.CancelledError:
+            stream.events.put(Output(rid, None, "cancelled"))
+        finally:
+            self.streams.pop(rid, None)
+
+    def cancel(self, request_id: int) -> None:
+        if self.streams.pop(request_id, None) is not None:
+            asyncio.run_coroutine_threadsafe(self.llm.abort(str(request_id)), self.loop)
+
+    @property
+    def active(self) -> int:
+        return len(self.streams)
+
+    def shutdown(self) -> None:
+        for rid in list(self.streams):
+            self.cancel(rid)
+        self.llm.shutdown()
+        self.llm = None  # its finalizer would shut it down again at interpreter exit, when that fails
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
