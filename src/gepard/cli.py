@@ -124,6 +124,7 @@ def bench(
     rounds: int = typer.Option(1, help="Texts each stream speaks back to back in the sweep."),
     threads: int = typer.Option(2, help="CPU threads."),
     engines: str = typer.Option("torch", help="Comma-separated engines to measure in the same run: torch, vllm."),
+    peers: str = typer.Option("", help="Comma-separated peer TTS to measure too: piper, kokoro (extra `peers`)."),
     out: Path = typer.Option(Path("docs/results/bench.md"), help="Report (.json and .png beside it)."),
 ):
     """Single-stream RTF/TTFA, a concurrency sweep, a latency breakdown and the HF baseline."""
@@ -132,7 +133,8 @@ def bench(
     import torch
 
     from gepard.api import TTS
-    from gepard.eval.bench import run_bench, write_bench_report
+    from gepard.eval.bench import TEXTS, run_bench, write_bench_report
+    from gepard.eval.peers import load_peer, measure_peer
     from gepard.eval.machine import describe_machine
 
     torch.set_num_threads(threads)
@@ -142,7 +144,8 @@ def bench(
         tts = TTS.load(model, codec, slots=max(levels), engine=engine)
         runs[engine] = run_bench(tts, levels, rounds)
         tts.engine.shutdown()
-    write_bench_report(runs, invocation(ctx), out, describe_machine(), datetime.date.today().isoformat())
+    measured = {name: measure_peer(load_peer(name), TEXTS) for name in filter(None, peers.split(","))}
+    write_bench_report(runs, measured, invocation(ctx), out, describe_machine(), datetime.date.today().isoformat())
     typer.echo(out.read_text())
 
 

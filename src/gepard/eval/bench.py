@@ -119,8 +119,10 @@ def run_bench(tts: TTS, concurrency: list[int], rounds: int = 1) -> dict:
     return r
 
 
-def write_bench_report(runs: dict[str, dict], command: str, out, machine: str, date: str) -> None:
-    """Markdown tables + JSON + a plot of the concurrency sweep, for each engine measured ({name: run_bench})."""
+def write_bench_report(runs: dict[str, dict], peers: dict[str, dict], command: str, out, machine: str,
+                       date: str) -> None:
+    """Markdown tables + JSON + a plot of the concurrency sweep: runs = {engine: run_bench}, peers =
+    {name: measure_peer}."""
     import json
 
     import matplotlib
@@ -134,6 +136,7 @@ def write_bench_report(runs: dict[str, dict], command: str, out, machine: str, d
     lines += [f"| {name} | {r['single']['rtf']:.3f} | {r['single']['ttfa_p50_ms']:.0f} |" for name, r in runs.items()]
     lines += [f"| HF `transformers` loop (same checkpoint, batch 1) | {r['hf_baseline']['rtf']:.3f} | — |"
               for r in runs.values() if "hf_baseline" in r]
+    lines += [f"| peer: {name} | {p['rtf']:.3f} | {p['ttfa_p50_ms']:.0f} |" for name, p in peers.items()]
     lines += ["", "| engine | streams | aggregate × real time | per-stream RTF | TTFA p50 ms | TTFA p95 ms | underruns |",
               "|---|---|---|---|---|---|---|"]
     lines += [f"| {name} | {s['streams']} | {s['aggregate_x_realtime']:.1f} | {s['rtf_mean']:.3f} | "
@@ -147,7 +150,7 @@ def write_bench_report(runs: dict[str, dict], command: str, out, machine: str, d
                       for b in r["breakdown"]]
     lines += ["", f"![concurrency sweep]({out.stem}.png)"]
     out.write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps(runs, indent=2))
+    out.with_suffix(".json").write_text(json.dumps({"engines": runs, "peers": peers}, indent=2))
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
     for name, r in runs.items():
         n = [s["streams"] for s in r["sweep"]]

@@ -15,6 +15,7 @@ from tqdm import tqdm
 from gepard.api import TTS
 from gepard.audio import load_audio
 from gepard.data.manifests import Utterance, shared_split
+from gepard.data.prepare import read_shards
 from gepard.eval.asr import get_transcriber, utterance_wer, wer
 from gepard.eval.machine import describe_machine
 from gepard.eval.similarity import get_speaker_encoder
@@ -125,7 +126,17 @@ def write_report(r: dict, command: str, out: Path, train_log: Path | None = None
         "top-k 100, top-p 0.95, seed 0.",
     ]
     if train_log and train_log.exists():
-        log = [json.loads(line) for line in train_log.read_text().splitlines() if line.strip()]
-        lines += ["", f"Training: {log[-1]['step']} steps in {log[-1]['elapsed_s'] / 3600:.2f} h."]
+        lines += ["", training_facts(train_log)]
     out.write_text("\n".join(lines) + "\n")
     out.with_suffix(".json").write_text(json.dumps({k: v for k, v in r.items() if not k.endswith("rows")}, indent=2))
+
+
+def training_facts(train_log: Path) -> str:
+    """One line from a run's files: steps, hours and devices, data hours (from its shards), model size."""
+    log = [json.loads(line) for line in train_log.read_text().splitlines() if line.strip()]
+    cfg = json.loads((train_log.parent / "train_config.json").read_text())
+    frames = sum(len(codes) for folder in cfg["shards"] for *_, codes in read_shards(folder))
+    device = f"{log[-1].get('processes', 1)} × {log[-1].get('device', 'cpu')}"
+    return (f"Training: {log[-1]['step']} steps in {log[-1]['elapsed_s'] / 3600:.2f} h ({device}, bf16 autocast); "
+            f"data: {frames / cfg['codec_frame_rate'] / 3600:.2f} h of speech "
+            f"({', '.join(cfg['shards'])}); {cfg['lm']['layers']} layers × {cfg['lm']['hidden_size']} wide.")

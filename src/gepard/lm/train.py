@@ -116,7 +116,8 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         bar.set_postfix(loss=f"{loss.item():.3f}")
         if rank == 0:
             log.write(json.dumps({"step": step, "loss": loss.item(), "grad_norm": grad_norm, "lr": lr_at(step, cfg),
-                                  "elapsed_s": time.time() - t0}) + "\n")
+                                  "elapsed_s": time.time() - t0, "device": device.type,
+                                  "processes": world}) + "\n")
             log.flush()
             if step % cfg.checkpoint_every == 0 or step == cfg.steps:
                 save_checkpoint(model, opt, step, time.time() - t0, ckpt_dir)
