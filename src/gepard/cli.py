@@ -283,6 +283,38 @@ def eval_lm_cmd(
     typer.echo(out.read_text())
 
 
+@eval_app.command("server")
+@user_errors
+def eval_server_cmd(
+    ctx: typer.Context,
+    model: Path = MODEL_OPTION,
+    codec: Path = CODEC_OPTION,
+    sessions: str = typer.Option("16,32", help="Comma-separated numbers of concurrent WebSocket sessions."),
+    duration: float = typer.Option(120.0, help="Seconds each level runs."),
+    words_per_s: float = typer.Option(15.0, help="Pace at which each session sends its words (LLM speed)."),
+    engine: str = ENGINE_OPTION,
+    out: Path = typer.Option(Path("docs/results/server.md"), help="Report path (.json beside it)."),
+):
+    """Load test: concurrent LLM-paced WebSocket sessions against a local server -> TTFA, underruns, errors."""
+    import datetime
+    import tempfile
+
+    from gepard.api import TTS
+    from gepard.eval.load import run_load, write_server_report
+    from gepard.eval.machine import describe_machine
+    from gepard.server.app import create_app
+    from gepard.server.limits import Limits
+
+    levels = [int(n) for n in sessions.split(",")]
+    tts = TTS.load(model, codec, slots=max(levels), engine=engine)
+    with tempfile.TemporaryDirectory() as data_dir:
+        app = create_app(tts, Path(data_dir), Limits(max_streams=max(levels), max_queue=max(levels)))
+        results = run_load(app, levels, duration, words_per_s)
+    write_server_report(results, invocation(ctx), out, describe_machine(), datetime.date.today().isoformat(),
+                        words_per_s)
+    typer.echo(out.read_text())
+
+
 @train_app.command("codec")
 @user_errors
 def train_codec_cmd(

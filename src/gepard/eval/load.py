@@ -1,0 +1,110 @@
+"""`gepard eval server`: a bounded load test of the WebSocket API on loopback -> docs/results/server.md.
+
+Each session speaks turn after turn: it sends a reply word by word at LLM pace, flushes, and plays the
+audio as it arrives. Per turn: TTFA (last word sent -> first audio), underruns (a chunk arriving after
+the audio before it ran out), errors. Server memory (RSS of the serving process) before and after.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from websockets.sync.client import connect
+
+from gepard.eval.bench import TEXTS
+from gepard.server.local import LocalServer
+
+BYTES_PER_SECOND = 2 * 16000  # pcm_s16le mono at 16 kHz
+
+
+def rss_mb() -> float:
+    """Resident memory of this process (the server runs in it), MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def session(url: str, index: int, until: float, words_per_s: float, turns: list[dict]) -> None:
+    """Speak turns until `until`; append one dict per turn to `turns`."""
+    n = index
+    try:
+        with connect(url, max_size=None) as ws:
+            json.loads(ws.recv())  # start
+            while time.time() < until:
+                words = TEXTS[n % len(TEXTS)].split()
+                n += 1
+                for w in words:
+                    ws.send(json.dumps({"type": "text", "text": w + " "}))
+                    time.sleep(1 / words_per_s)
+                ws.send(json.dumps({"type": "flush"}))
+                sent, first, played, underrun = time.perf_counter(), None, 0.0, False
+                while True:
+                    msg = ws.recv(timeout=120)
+                    now = time.perf_counter()
+                    if isinstance(msg, bytes):
+                        if first is None:
+                            first = now
+                        elif now - first > played + 0.02:
+                            underrun = True
+                        played += len(msg) / BYTES_PER_SECOND
+                        continue
+                    event = json.loads(msg)
+                    if event["type"] == "done":
+                        break
+                    if event["type"] == "error":
+                        raise RuntimeError(event["message"])
+                turns.append({"session": index, "ttfa_ms": ((first or now) - sent) * 1000, "audio_s": played,
+                              "underrun": underrun, "error": None})
+    except Exception as e:  # noqa: BLE001 - every failure is counted, none may pass silently
+        turns.append({"session": index, "ttfa_ms": float("nan"), "audio_s": 0.0, "underrun": False,
+                      "error": repr(e)})
+
+
+def run_load(app, sessions: list[int], duration_s: float, words_per_s: float = 15.0) -> list[dict]:
+    server = LocalServer(app)
+    url = server.url.replace("http", "ws") + "/v1/audio/speech/stream"
+    results = []
+    try:
+        session(url, 0, time.time() + 1, words_per_s, [])  # warm-up
+        for n in sessions:
+            before, turns = rss_mb(), []
+            until = time.time() + duration_s
+            threads = [threading.Thread(target=session, args=(url, i, until, words_per_s, turns)) for i in range(n)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            ok = [t for t in turns if t["error"] is None]
+            ttfa = [t["ttfa_ms"] for t in ok] or [float("nan")]
+            results.append({
+                "sessions": n, "duration_s": duration_s, "turns": len(turns), "errors": len(turns) - len(ok),
+                "error_examples": sorted({t["error"] for t in turns if t["error"]})[:3],
+                "sustained": n - len({t["session"] for t in turns if t["error"]}),
+                "ttfa_p50_ms": float(np.percentile(ttfa, 50)), "ttfa_p95_ms": float(np.percentile(ttfa, 95)),
+                "underruns": sum(t["underrun"] for t in ok), "audio_s": sum(t["audio_s"] for t in ok),
+                "rss_before_mb": before, "rss_after_mb": rss_mb(),
+            })
+    finally:
+        server.stop()
+    return results
+
+
+def write_server_report(results: list[dict], command: str, out: Path, machine: str, date: str,
+                        words_per_s: float) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["# Server under load", "", f"Command: `{command}`", "", f"Machine: {machine}. Date: {date}.", "",
+             f"Each WebSocket session sends a reply word by word at {words_per_s:g} words/s (LLM pace), flushes, "
+             "plays the audio as it arrives, and starts the next reply; TTFA runs from the flush to the first "
+             "audio chunk. Server and clients share this machine.", "",
+             "| sessions | sustained | turns | errors | TTFA p50 ms | TTFA p95 ms | underruns | audio s | RSS before → after MB |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['sessions']} | {r['sustained']} | {r['turns']} | {r['errors']} | {r['ttfa_p50_ms']:.0f} | {r['ttfa_p95_ms']:.0f} | "
+              f"{r['underruns']}/{r['turns'] - r['errors']} | {r['audio_s']:.0f} | "
+              f"{r['rss_before_mb']:.0f} → {r['rss_after_mb']:.0f} |" for r in results]
+    out.write_text("\n".join(lines) + "\n")
+    out.with_suffix(".json").write_text(json.dumps(results, indent=2))
