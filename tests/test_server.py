@@ -169,6 +169,9 @@ def test_full_server_answers_429(tts, tmp_path):
             second = httpx.post(f"{server.url}/v1/audio/speech", json={"input": "hi"}, timeout=30)
             assert second.status_code == 429 and "limit" in second.json()["error"]["message"]
             ws.send(json.dumps({"type": "cancel"}))
+        deadline = time.time() + 10  # the session's stream is released as its connection closes
+        while server.app.state.server.admission.active and time.time() < deadline:
+            time.sleep(0.02)
         third = httpx.post(f"{server.url}/v1/audio/speech", json={"input": "hi"}, timeout=30)
         assert third.status_code == 200
     finally:
