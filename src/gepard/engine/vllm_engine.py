@@ -35,8 +35,7 @@ class VLLMEngine:
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        self.vocab = model.vocab
-        self.embedding = model.lm.get_input_embeddings()
+        self.model, self.vocab = model, model.vocab
         self.allowed = [*range(self.vocab.audio_offset, self.vocab.size), self.vocab.special("<eos>")]
         self.streams: dict[int, Stream] = {}
         self.ids = itertools.count()
@@ -44,17 +43,15 @@ class VLLMEngine:
         self.thread = threading.Thread(target=self.loop.run_forever, name="gepard-vllm", daemon=True)
         self.thread.start()
         dtype = dtype or json.loads((Path(model_dir) / "config.json").read_text()).get("dtype", "bfloat16")
-        args = AsyncEngineArgs(model=str(model_dir), skip_tokenizer_init=True, enable_prompt_embeds=True,
-                               dtype=dtype, max_model_len=model.lm.config.max_position_embeddings, max_num_seqs=max_streams, enforce_eager=True,
-                               seed=0)
-        self.llm = self._call(self._start(AsyncLLM, args))
+        args = AsyncEngineArgs(model=str(model_dir), skip_tokenizer_init=True, enable_prompt_embeds=True, dtype=dtype,
+                               max_model_len=model.lm.config.max_position_embeddings, max_num_seqs=max_streams,
+                               enforce_eager=True, seed=0)
+        self.llm = asyncio.run_coroutine_threadsafe(self._start(AsyncLLM, args), self.loop).result()
 
     @staticmethod
     async def _start(cls, args):
+        """AsyncLLM binds to the running loop it is created in: create it in ours."""
         return cls.from_engine_args(args)
-
-    def _call(self, coroutine):
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
     def submit(self, request: Request) -> Stream:
         from vllm.sampling_params import RequestOutputKind, SamplingParams
@@ -62,9 +59,8 @@ class VLLMEngine:
         s = request.sampling
         if s.cfg_scale != 1.0:
             raise ValueError("two-pass CFG runs on the torch engine only; vLLM serves single-pass models")
-        with torch.no_grad():
-            tokens = self.embedding(torch.tensor(request.prompt_ids))
-            embeds = torch.cat([request.prefix.to(tokens.dtype), tokens]).float()  # (K + L, H)
+        with torch.no_grad():  # (K + L, H): exactly what the torch engine prefills
+            embeds = self.model.embed(request.prefix[None], torch.tensor([request.prompt_ids]))[0].float()
         params = SamplingParams(
             temperature=s.temperature, top_k=s.top_k if s.top_k > 0 else -1, top_p=s.top_p,
             repetition_penalty=s.repetition_penalty, seed=s.seed, max_tokens=request.max_frames,
