@@ -1,8 +1,11 @@
+import threading
+
 import numpy as np
 import pytest
 import torch
 
-from gepard.codec.model import Codec
+from gepard.codec.model import Codec, StreamingDecoder
+from gepard.stream.codec_batcher import CodecBatcher
 from tests.conftest import tiny_codec_config
 
 
@@ -103,3 +106,38 @@ def test_config_defaults_to_one_codebook_under_65536_at_25_hz():
     assert codec.config.frame_rate == 25.0
     assert codec.bitrate == pytest.approx(25 * np.log2(64000))
     assert tiny_codec_config().frame_rate == 25.0
+
+
+def test_streams_pushed_together_equal_streams_decoded_alone(tiny_codec):
+    """push_many (the codec batcher's batch) gives each stream the samples it gets on its own."""
+    codes = torch.randint(0, tiny_codec.codebook_size, (3, 9), generator=torch.Generator().manual_seed(3))
+    alone = [stream_decode(tiny_codec, codes[i: i + 1], [1, 2, 2, 2, 2]) for i in range(3)]
+    decoders = [tiny_codec.stream() for _ in range(3)]
+    parts, i = [], 0
+    for n in [1, 2, 2, 2, 2]:
+        parts.append(StreamingDecoder.push_many(decoders, codes[:, i: i + n]))
+        i += n
+    together = torch.cat(parts + [torch.cat([d.flush() for d in decoders])], dim=1)
+    assert (together - torch.cat(alone)).abs().max().item() <= 1e-5
+    with pytest.raises(ValueError, match="pre-roll"):  # a fresh stream cannot join one already past its pre-roll
+        StreamingDecoder.push_many([decoders[0], tiny_codec.stream()], codes[:2, :1])
+
+
+def test_codec_batcher_serves_concurrent_streams_exactly(tiny_codec):
+    batcher = CodecBatcher()
+    codes = torch.randint(0, tiny_codec.codebook_size, (6, 8), generator=torch.Generator().manual_seed(4))
+    expected = [stream_decode(tiny_codec, codes[i: i + 1], [1] * 8)[0, :-tiny_codec.config.n_fft + tiny_codec.config.hop]
+                for i in range(6)]
+    results = [None] * 6
+
+    def speak(i):
+        decoder = tiny_codec.stream()
+        results[i] = np.concatenate([batcher.push(decoder, [int(c)]) for c in codes[i]])
+
+    threads = [threading.Thread(target=speak, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    for got, want in zip(results, expected):
+        assert np.abs(got - want.clamp(-1, 1).numpy()).max() <= 1e-5

@@ -1,9 +1,11 @@
 """Continuous batching: batched equals alone, joins and leaves do not disturb others, cancel frees slots."""
 
+import pytest
 import torch
 
 from gepard.engine.base import Request, SamplingParams
 from gepard.engine.core import EngineCore
+from gepard.engine.runner import EngineRunner
 from gepard.lm.generate import generate_codes, text_prompt
 from gepard.lm.layout import prompt_tokens
 from tests.conftest import tiny_speech_lm
@@ -100,3 +102,15 @@ def test_two_pass_cfg_uses_a_second_slot_only_for_the_first_frames():
     assert len(core.free) >= 1  # guidance over: the second slot is back
     plain = request([5, 6, 7], frames=12, sampling=SamplingParams(temperature=0, cfg_scale=1.0))
     assert alone(plain) == alone(request([5, 6, 7], frames=12))
+
+
+def test_a_failing_step_fails_its_requests_and_the_engine_serves_on():
+    runner = EngineRunner(EngineCore(MODEL, slots=2, max_len=40))
+    try:
+        doomed = runner.submit(request([5, 6, 7], frames=100))  # outgrows the 40 positions mid-generation
+        with pytest.raises(RuntimeError, match="generation failed: .*longer than"):
+            list(doomed)
+        assert len(list(runner.submit(request([5], frames=3)))) == 3
+        assert runner.active == 0 and not runner.core.active
+    finally:
+        runner.shutdown()

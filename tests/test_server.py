@@ -2,12 +2,14 @@
 
 import json
 import struct
+import threading
 import time
 
 import httpx
 import numpy as np
 import pytest
 from openai import OpenAI
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from gepard.api import TTS
@@ -178,10 +180,41 @@ def test_full_server_answers_429(tts, tmp_path):
         server.stop()
 
 
+def test_graceful_shutdown_finishes_http_streams_and_closes_sessions(tts, tmp_path):
+    server = live_server(tts, tmp_path / "d")
+    text = {"input": "A reply that is still streaming when the server is asked to stop."}
+    whole = httpx.post(f"{server.url}/v1/audio/speech", json=text, timeout=60).content
+    streaming, streamed = threading.Event(), []
+
+    def listen():
+        with httpx.stream("POST", f"{server.url}/v1/audio/speech", json=text, timeout=60) as r:
+            for chunk in r.iter_bytes():
+                streamed.append(chunk)
+                streaming.set()
+
+    listener = threading.Thread(target=listen)
+    with connect(ws_url(server)) as ws:
+        ws.recv()
+        ws.send(json.dumps({"type": "text", "text": "A session that is speaking when the server stops. "}))
+        assert isinstance(ws.recv(timeout=60), bytes)
+        listener.start()
+        assert streaming.wait(60)
+        server.stop()  # what SIGTERM does
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                ws.recv(timeout=30)
+        assert closed.value.rcvd.code == 1012  # "service restart": the client knows to reconnect
+    listener.join(60)
+    assert not server.thread.is_alive()
+    assert b"".join(streamed) == whole  # the HTTP stream in flight finished, every sample delivered
+    assert tts.engine.active == 0 and not tts.engine.core.active
+
+
 def test_load_test_counts_turns_ttfa_underruns_and_memory(tts, tmp_path):
     from gepard.eval.load import run_load, write_server_report
 
-    [r] = run_load(create_app(tts, tmp_path / "data"), sessions=[2], duration_s=1.0, words_per_s=200.0)
+    [r] = run_load(create_app(tts, tmp_path / "data"), sessions=[2], duration_s=1.0, words_per_s=200.0,
+                   warmup_s=0.5)
     assert r["sessions"] == 2 and r["errors"] == 0 and r["sustained"] == 2 and r["turns"] >= 2
     assert r["ttfa_p95_ms"] >= r["ttfa_p50_ms"] > 0 and r["audio_s"] > 0 and r["rss_after_mb"] > 0
     write_server_report([r], "gepard eval server", tmp_path / "server.md", "test machine", "today", 200.0)

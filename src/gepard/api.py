@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.voices import resolve_voice
 from gepard.paths import models_dir
 from gepard.stream.audio import finish, pcm_chunks
+from gepard.stream.codec_batcher import CodecBatcher
 from gepard.stream.normalize import normalize_for_speech
 from gepard.stream.text import segment_stream
 
@@ -30,7 +32,18 @@ class TTS:
 
     def __init__(self, model: SpeechLM, codec: Codec, model_dir: Path, slots: int = 16, engine: str = "torch"):
         self.model, self.codec, self.model_dir = model, codec, model_dir
-        self.engine = start_engine(engine, model, model_dir, slots)
+        self.engine, self.engine_name = start_engine(engine, model, model_dir, slots), engine
+        self.codec_batcher = CodecBatcher()  # decodes the audio of all streams together
+
+    def close(self) -> None:
+        """Stop the engine (with vLLM, its processes); `with TTS.load(...) as tts:` does it on leaving."""
+        self.engine.shutdown()
+
+    def __enter__(self) -> "TTS":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     @property
     def sample_rate(self) -> int:
@@ -62,7 +75,7 @@ class TTS:
             sampling = SamplingParams(temperature=temperature, seed=seed + i)
             codes = self.engine.submit(text_request(self.model, normalize_for_speech(segment), prefix, sampling))
             try:
-                yield from pcm_chunks(decoder, codes)
+                yield from pcm_chunks(functools.partial(self.codec_batcher.push, decoder), codes)
             finally:
                 codes.close()  # a consumer that stops early cancels the generation
         yield finish(decoder)

@@ -77,14 +77,14 @@ def say(
         decoder = codecs.getincrementaldecoder("utf-8")()
         stdin_deltas = iter(lambda: decoder.decode(os.read(0, 4096)), "")
         text = stdin_deltas if stream else "".join(stdin_deltas)
-    tts = TTS.load(model, codec, engine=engine)
-    start, first, samples = time.perf_counter(), None, 0
-    with AudioSink(out, tts.sample_rate, write_as_generated=stream) as sink:
-        for chunk in tts.stream(text, voice=voice, seed=seed):
-            first = first or time.perf_counter()
-            sink.write(chunk)
-            samples += len(chunk)
-    elapsed, seconds = time.perf_counter() - start, samples / tts.sample_rate
+    with TTS.load(model, codec, engine=engine) as tts:
+        start, first, samples = time.perf_counter(), None, 0
+        with AudioSink(out, tts.sample_rate, write_as_generated=stream) as sink:
+            for chunk in tts.stream(text, voice=voice, seed=seed):
+                first = first or time.perf_counter()
+                sink.write(chunk)
+                samples += len(chunk)
+        elapsed, seconds = time.perf_counter() - start, samples / tts.sample_rate
     typer.echo(f"{out}: {seconds:.2f} s of speech in {elapsed:.2f} s (RTF {elapsed / max(seconds, 1e-9):.2f}, "
                f"first audio after {((first or start) - start) * 1000:.0f} ms)", err=out == "-")
 
@@ -109,9 +109,11 @@ def serve(
     from gepard.server.app import create_app
     from gepard.server.limits import Limits
 
-    tts = TTS.load(model, codec, slots=max_streams, engine=engine)
-    app = create_app(tts, data_dir, Limits(max_streams, max_queue, max_text_chars))
-    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=10)
+    limits = Limits(max_streams, max_queue, max_text_chars)
+    with TTS.load(model, codec, slots=max_streams, engine=engine) as tts:
+        # SIGTERM/Ctrl-C: HTTP streams get limits.shutdown_grace_s to finish, WebSocket sessions are closed
+        uvicorn.run(create_app(tts, data_dir, limits), host=host, port=port, log_level="info",
+                    timeout_graceful_shutdown=limits.shutdown_grace_s)
 
 
 @app.command("bench")
@@ -141,9 +143,8 @@ def bench(
     levels = [int(n) for n in concurrency.split(",")]
     runs = {}
     for engine in engines.split(","):
-        tts = TTS.load(model, codec, slots=max(levels), engine=engine)
-        runs[engine] = run_bench(tts, levels, rounds)
-        tts.engine.shutdown()
+        with TTS.load(model, codec, slots=max(levels), engine=engine) as tts:
+            runs[engine] = run_bench(tts, levels, rounds)
     measured = {name: measure_peer(load_peer(name), TEXTS) for name in filter(None, peers.split(","))}
     write_bench_report(runs, measured, invocation(ctx), out, describe_machine(), datetime.date.today().isoformat())
     typer.echo(out.read_text())
@@ -273,12 +274,14 @@ def eval_lm_cmd(
     threads: int = typer.Option(2, help="CPU threads."),
     out: Path = typer.Option(Path("docs/results/lm.md"), help="Report path (.json beside it)."),
     train_log: Path = typer.Option(None, help="The LM run's log.jsonl, for training facts."),
+    engine: str = ENGINE_OPTION,
 ):
     """WER, speaker similarity, short-register failure and runaway rates of the speech LM."""
     from gepard.api import TTS
     from gepard.eval.lm_report import evaluate_lm, write_report
 
-    results = evaluate_lm(TTS.load(model, codec), limit=limit, threads=threads)
+    with TTS.load(model, codec, engine=engine) as tts:
+        results = evaluate_lm(tts, limit=limit, threads=threads)
     write_report(results, invocation(ctx), out, train_log)
     typer.echo(out.read_text())
 
@@ -306,8 +309,7 @@ def eval_server_cmd(
     from gepard.server.limits import Limits
 
     levels = [int(n) for n in sessions.split(",")]
-    tts = TTS.load(model, codec, slots=max(levels), engine=engine)
-    with tempfile.TemporaryDirectory() as data_dir:
+    with TTS.load(model, codec, slots=max(levels), engine=engine) as tts, tempfile.TemporaryDirectory() as data_dir:
         app = create_app(tts, Path(data_dir), Limits(max_streams=max(levels), max_queue=max(levels)))
         results = run_load(app, levels, duration, words_per_s)
     write_server_report(results, invocation(ctx), out, describe_machine(), datetime.date.today().isoformat(),
@@ -355,6 +357,9 @@ def train_lm_cmd(
     hidden: int = typer.Option(256, help="LM width (a multiple of 64)."),
     layers: int = typer.Option(6, help="LM transformer layers."),
     lr: float = typer.Option(2e-3, help="Peak learning rate."),
+    warmup: int = typer.Option(100, help="Learning-rate warmup steps."),
+    audio_head: str = typer.Option("factorized", help="Audio-code embeddings: factorized (per FSQ digit) or full."),
+    init: str = typer.Option("", help="Start from this model folder (e.g. models/lm) instead of random weights."),
     threads: int = typer.Option(2, help="CPU threads per process."),
     export: str = typer.Option("", help="Also save the trained model here as a release (bf16)."),
 ):
@@ -362,9 +367,14 @@ def train_lm_cmd(
     from gepard.lm.model import LMConfig
     from gepard.lm.train import LMTrainConfig, train_lm
 
+    if audio_head not in ("factorized", "full"):
+        raise ValueError(f"--audio-head must be factorized or full, not {audio_head!r}")
+    if init and not (Path(init) / "gepard.json").is_file():
+        raise ValueError(f"--init {init}: not a Gepard model folder (no gepard.json)")
     lm = LMConfig(hidden_size=hidden, layers=layers, heads=hidden // 64, intermediate_size=3 * hidden)
     model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_frames=batch_frames,
-                                   lr=lr, threads=threads, lm=lm))
+                                   lr=lr, warmup=warmup, audio_head=audio_head, init=init or None,
+                                   threads=threads, lm=lm))
     if export and int(os.environ.get("RANK", "0")) == 0:
         model.save_pretrained(export)
         typer.echo(f"saved {export}")

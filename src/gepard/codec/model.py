@@ -189,7 +189,47 @@ class StreamingDecoder:
         audio, self.state = self.codec.decoder.step(values, self.state)
         return audio.float()
 
+    @staticmethod
+    @torch.inference_mode()
+    def push_many(decoders: list["StreamingDecoder"], codes: torch.Tensor) -> torch.Tensor:
+        """One push for several single-stream decoders at once: (B, n) codes, row i for decoders[i] -> (B, m).
+
+        The decoders must be at the same point of their pre-roll (equal `state["skip"]`); each keeps its state.
+        """
+        if len({d.state["skip"] for d in decoders}) > 1:
+            raise ValueError("decoders at different pre-roll points cannot push together")
+        codec = decoders[0].codec
+        audio, state = codec.decoder.step(codec.fsq.index_to_values(codes), stack([d.state for d in decoders]))
+        for decoder, row in zip(decoders, unstack(state, len(decoders))):
+            decoder.state = row
+        return audio.float()
+
     @torch.inference_mode()
     def flush(self) -> torch.Tensor:
         """(B, m) the remaining tail; call once at the end of the stream."""
         return self.codec.decoder.flush(self.state).float()
+
+
+def stack(states: list):
+    """Decoder states (dicts/lists of (1, ...) tensors, equal plain values) -> one batched state."""
+    first = states[0]
+    if isinstance(first, torch.Tensor):
+        return torch.cat(states)
+    if isinstance(first, dict):
+        return {k: stack([s[k] for s in states]) for k in first}
+    if isinstance(first, list):
+        return [stack(list(parts)) for parts in zip(*states)]
+    return first
+
+
+def unstack(state, n: int) -> list:
+    """The inverse of `stack`: a batched state -> n single-row states."""
+    if isinstance(state, torch.Tensor):
+        return list(state.split(1))
+    if isinstance(state, dict):
+        rows = {k: unstack(v, n) for k, v in state.items()}
+        return [{k: rows[k][i] for k in state} for i in range(n)]
+    if isinstance(state, list):
+        rows = [unstack(v, n) for v in state]
+        return [[r[i] for r in rows] for i in range(n)]
+    return [state] * n

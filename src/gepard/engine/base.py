@@ -30,8 +30,9 @@ class Request:
 
 @dataclass(frozen=True)
 class Output:
-    """One engine event for a request: a new audio code, or the end (reason: stop | length | cancelled)."""
+    """One engine event for a request: a new audio code, or the end (reason: stop | length | cancelled | error)."""
 
     request_id: int
     code: int | None
     finished: str | None = None
+    error: str | None = None  # what went wrong, when finished == "error"

@@ -33,6 +33,8 @@ class Stream:
                     yield event.code
                 if event.finished:
                     self.finished = event.finished
+                    if event.finished == "error":
+                        raise RuntimeError(f"generation failed: {event.error}")
         finally:
             if self.finished is None:
                 self.close()
@@ -86,7 +88,11 @@ class EngineRunner:
                     self.lock.wait()
                 if self.stopping:
                     return
-                outputs = self.core.step()  # under the lock: submit/cancel happen between steps
+                try:
+                    outputs = self.core.step()  # under the lock: submit/cancel happen between steps
+                except Exception as e:  # noqa: BLE001 - a failed step fails its requests, never the engine
+                    outputs = [Output(rid, None, "error", repr(e)) for rid in list(self.streams)
+                               if self.core.cancel(rid)]
                 for out in outputs:
                     stream = self.streams.get(out.request_id)
                     if stream is not None:

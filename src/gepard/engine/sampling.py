@@ -19,15 +19,15 @@ def apply_repetition_penalty(logits: torch.Tensor, recent: list[int], penalty: f
 
 
 def sample_token(logits: torch.Tensor, s: SamplingParams, gen: torch.Generator) -> int:
-    """(V,) float logits, disallowed tokens already -inf -> one token id."""
+    """(V,) float logits, disallowed tokens already -inf -> one token id.
+
+    Top-k comes first, so top-p sorts k candidates instead of the whole vocabulary.
+    """
     if s.temperature <= 0:
         return int(logits.argmax())
     logits = logits.float() / s.temperature
-    if s.top_k:
-        kth = torch.topk(logits, min(s.top_k, logits.numel())).values[-1]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    probs = torch.softmax(logits, -1)
+    values, ids = torch.topk(logits, min(s.top_k or logits.numel(), logits.numel()))  # (k,), descending
+    probs = torch.softmax(values, -1)
     if s.top_p < 1.0:
-        sorted_p, order = probs.sort(descending=True)
-        probs[order[sorted_p.cumsum(0) - sorted_p > s.top_p]] = 0.0
-    return int(torch.multinomial(probs / probs.sum(), 1, generator=gen))
+        probs[probs.cumsum(0) - probs > s.top_p] = 0.0
+    return int(ids[torch.multinomial(probs / probs.sum(), 1, generator=gen)])

@@ -84,8 +84,16 @@ class VLLMEngine:
                     stream.events.put(Output(rid, None, reason))
         except asyncio.CancelledError:
             stream.events.put(Output(rid, None, "cancelled"))
+        except Exception as e:  # noqa: BLE001 - the caller must hear of it, or it waits forever
+            stream.events.put(Output(rid, None, "error", repr(e)))
         finally:
             self.streams.pop(rid, None)
+
+    async def _stop_output_handler(self) -> None:
+        handler = self.llm.output_handler
+        if handler is not None:
+            handler.cancel()
+            await asyncio.gather(handler, return_exceptions=True)
 
     def cancel(self, request_id: int) -> None:
         if self.streams.pop(request_id, None) is not None:
@@ -98,6 +106,9 @@ class VLLMEngine:
     def shutdown(self) -> None:
         for rid in list(self.streams):
             self.cancel(rid)
+        # stop the output handler first: vLLM stops the engine process before it, and the handler would
+        # report the engine's exit as a crash
+        asyncio.run_coroutine_threadsafe(self._stop_output_handler(), self.loop).result()
         self.llm.shutdown()
         self.llm = None  # its finalizer would shut it down again at interpreter exit, when that fails
         self.loop.call_soon_threadsafe(self.loop.stop)

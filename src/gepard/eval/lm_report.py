@@ -101,7 +101,7 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2) -> dict:
         "runaway_rate": 100 * (1 - float(np.mean(generations))), "generations": len(generations),
         "params": sum(p.numel() for p in tts.model.lm.parameters()),
         "voice_params": sum(p.numel() for p in tts.model.voice.parameters()),
-        "machine": describe_machine(), "date": datetime.date.today().isoformat(),
+        "machine": describe_machine(), "date": datetime.date.today().isoformat(), "engine": tts.engine_name,
         "rows": rows, "short_rows": short_rows,
     }
 
@@ -123,7 +123,7 @@ def write_report(r: dict, command: str, out: Path, train_log: Path | None = None
         f"| runaway rate (no stop before the max-frame guard), {r['generations']} generations "
         f"| {r['runaway_rate']:.2f} % | — |",
         "", f"Failure: no stop before the guard, or utterance WER > {FAIL_WER:.0%}. Sampling: temperature 0.8, "
-        "top-k 100, top-p 0.95, seed 0.",
+        f"top-k 100, top-p 0.95, seed 0; engine: {r.get('engine', 'torch')}.",
     ]
     if train_log and train_log.exists():
         lines += ["", training_facts(train_log)]

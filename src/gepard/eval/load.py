@@ -65,20 +65,30 @@ def session(url: str, index: int, until: float, words_per_s: float, turns: list[
                       "error": repr(e)})
 
 
-def run_load(app, sessions: list[int], duration_s: float, words_per_s: float = 15.0) -> list[dict]:
+def run_sessions(url: str, n: int, duration_s: float, words_per_s: float) -> list[dict]:
+    """n concurrent sessions for duration_s -> their turns."""
+    turns: list[dict] = []
+    until = time.time() + duration_s
+    threads = [threading.Thread(target=session, args=(url, i, until, words_per_s, turns)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return turns
+
+
+def run_load(app, sessions: list[int], duration_s: float, words_per_s: float = 15.0,
+             warmup_s: float = 10.0) -> list[dict]:
+    """Each level of `sessions` for duration_s, after a warm-up at the largest level (so that first-use
+    allocations of threads, caches and the allocator's arenas are not counted as growth)."""
     server = LocalServer(app)
     url = server.url.replace("http", "ws") + "/v1/audio/speech/stream"
     results = []
     try:
-        session(url, 0, time.time() + 1, words_per_s, [])  # warm-up
+        run_sessions(url, max(sessions), warmup_s, words_per_s)
         for n in sessions:
-            before, turns = rss_mb(), []
-            until = time.time() + duration_s
-            threads = [threading.Thread(target=session, args=(url, i, until, words_per_s, turns)) for i in range(n)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            before = rss_mb()
+            turns = run_sessions(url, n, duration_s, words_per_s)
             ok = [t for t in turns if t["error"] is None]
             ttfa = [t["ttfa_ms"] for t in ok] or [float("nan")]
             results.append({
@@ -100,7 +110,8 @@ def write_server_report(results: list[dict], command: str, out: Path, machine: s
     lines = ["# Server under load", "", f"Command: `{command}`", "", f"Machine: {machine}. Date: {date}.", "",
              f"Each WebSocket session sends a reply word by word at {words_per_s:g} words/s (LLM pace), flushes, "
              "plays the audio as it arrives, and starts the next reply; TTFA runs from the flush to the first "
-             "audio chunk. Server and clients share this machine.", "",
+             "audio chunk. Server and clients share this machine; its memory (RSS) is first measured after a warm-up at "
+             "the largest level, so first-use allocations do not count as growth.", "",
              "| sessions | sustained | turns | errors | TTFA p50 ms | TTFA p95 ms | underruns | audio s | RSS before → after MB |",
              "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['sessions']} | {r['sustained']} | {r['turns']} | {r['errors']} | {r['ttfa_p50_ms']:.0f} | {r['ttfa_p95_ms']:.0f} | "

@@ -12,6 +12,7 @@ class Limits:
     max_queue: int = 32
     max_text_chars: int = 4096
     queue_timeout_s: float = 30.0
+    shutdown_grace_s: float = 10.0  # on shutdown, HTTP streams get this long to finish; WebSockets close at once
 
 
 class Busy(Exception):

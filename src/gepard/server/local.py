@@ -15,7 +15,9 @@ class LocalServer:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.app = app
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        grace = app.state.server.limits.shutdown_grace_s
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                                    timeout_graceful_shutdown=grace))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         while not self.server.started:
@@ -23,5 +25,6 @@ class LocalServer:
         self.url = f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
+        """Graceful shutdown, as on SIGTERM: HTTP streams finish, WebSocket sessions get close code 1012."""
         self.server.should_exit = True
         self.thread.join(30)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
-import torch
 
 from gepard.codec.model import StreamingDecoder
 
 
-def pcm_chunks(decoder: StreamingDecoder, codes: Iterable[int], frames_per_chunk: int = 2) -> Iterator[np.ndarray]:
+def pcm_chunks(push: Callable[[list[int]], np.ndarray], codes: Iterable[int],
+               frames_per_chunk: int = 2) -> Iterator[np.ndarray]:
     """Decode codes as they arrive: the first chunk after one frame, then every `frames_per_chunk` frames.
 
+    `push` decodes codes with one stream's decoder (e.g. through a CodecBatcher) -> (m,) samples in [-1, 1].
     The decoder is not flushed here, so consecutive segments continue one waveform; call `finish` at the end.
     """
     pending: list[int] = []
@@ -20,12 +21,12 @@ def pcm_chunks(decoder: StreamingDecoder, codes: Iterable[int], frames_per_chunk
     for code in codes:
         pending.append(code)
         if first or len(pending) >= frames_per_chunk:
-            chunk = decoder.push(torch.tensor([pending]))[0].clamp(-1, 1).numpy()
+            chunk = push(pending)
             pending, first = [], False
             if len(chunk):
                 yield chunk
     if pending:
-        yield decoder.push(torch.tensor([pending]))[0].clamp(-1, 1).numpy()
+        yield push(pending)
 
 
 def finish(decoder: StreamingDecoder) -> np.ndarray:
