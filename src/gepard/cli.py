@@ -357,9 +357,6 @@ def train_lm_cmd(
     hidden: int = typer.Option(256, help="LM width (a multiple of 64)."),
     layers: int = typer.Option(6, help="LM transformer layers."),
     lr: float = typer.Option(2e-3, help="Peak learning rate."),
-    warmup: int = typer.Option(100, help="Learning-rate warmup steps."),
-    audio_head: str = typer.Option("factorized", help="Audio-code embeddings: factorized (per FSQ digit) or full."),
-    init: str = typer.Option("", help="Start from this model folder (e.g. models/lm) instead of random weights."),
     threads: int = typer.Option(2, help="CPU threads per process."),
     export: str = typer.Option("", help="Also save the trained model here as a release (bf16)."),
 ):
@@ -367,14 +364,9 @@ def train_lm_cmd(
     from gepard.lm.model import LMConfig
     from gepard.lm.train import LMTrainConfig, train_lm
 
-    if audio_head not in ("factorized", "full"):
-        raise ValueError(f"--audio-head must be factorized or full, not {audio_head!r}")
-    if init and not (Path(init) / "gepard.json").is_file():
-        raise ValueError(f"--init {init}: not a Gepard model folder (no gepard.json)")
     lm = LMConfig(hidden_size=hidden, layers=layers, heads=hidden // 64, intermediate_size=3 * hidden)
     model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_frames=batch_frames,
-                                   lr=lr, warmup=warmup, audio_head=audio_head, init=init or None,
-                                   threads=threads, lm=lm))
+                                   lr=lr, threads=threads, lm=lm))
     if export and int(os.environ.get("RANK", "0")) == 0:
         model.save_pretrained(export)
         typer.echo(f"saved {export}")

@@ -15,7 +15,6 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from gepard.lm.audio_codes import FactorizedCodes
 from gepard.lm.data import LMDataset
 from gepard.lm.layout import Repetition
 from gepard.lm.model import LMConfig, build_lm, init_audio_embeddings
@@ -27,8 +26,6 @@ from gepard.lm.voice import ReferenceCompressor, VoiceConfig
 @dataclass
 class LMTrainConfig:
     run_dir: str = "runs/lm"
-    init: str | None = None  # start from this model folder (a release export) instead of random weights
-    audio_head: str = "factorized"  # "factorized" (per-FSQ-digit tables) or "full" (one free row per code)
     shards: list[str] = field(default_factory=lambda: ["shards/train"])
     steps: int = 3000
     batch_frames: int = 2048  # audio frames per batch and process, padding included
@@ -61,24 +58,8 @@ def build(cfg: LMTrainConfig, texts: list[str]) -> SpeechLM:
                                                "levels": cfg.levels}))
     vocab = vocab_for(tokenizer, voice.fsq.codebook_size)
     lm = build_lm(cfg.lm, vocab)
-    if cfg.audio_head == "factorized":
-        return SpeechLM(lm, voice, tokenizer, cfg.repetition, cfg.codec_frame_rate,
-                        FactorizedCodes(cfg.levels, cfg.lm.hidden_size))
     init_audio_embeddings(lm, vocab, cfg.levels, cfg.seed)
     return SpeechLM(lm, voice, tokenizer, cfg.repetition, cfg.codec_frame_rate)
-
-
-def initial_model(cfg: LMTrainConfig) -> SpeechLM:
-    """cfg.init's model (its audio rows fitted into per-digit tables if it had none), or a fresh one."""
-    if cfg.init is None:
-        from gepard.data.prepare import read_shards
-
-        return build(cfg, [t for folder in cfg.shards for _, t, _, _ in read_shards(folder) if t.strip()])
-    model = SpeechLM.from_pretrained(cfg.init)
-    if cfg.audio_head == "factorized" and model.codes is None:
-        rows = model.lm.get_input_embeddings().weight[model.vocab.audio_offset:].detach()
-        model.codes = FactorizedCodes.fit(model.voice.fsq.levels, rows)
-    return model.train()
 
 
 def distributed() -> tuple[int, int]:
@@ -100,7 +81,10 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         model = SpeechLM.from_pretrained(ckpt_dir).train()
         state = torch.load(ckpt_dir / "trainer.pt", weights_only=False)
     else:
-        model, state = initial_model(cfg), None
+        from gepard.data.prepare import read_shards
+
+        texts = [t for folder in cfg.shards for _, t, _, _ in read_shards(folder) if t.strip()]
+        model, state = build(cfg, texts), None
     model.to(device)
     data = LMDataset(cfg.shards, model.tokenizer, model.vocab, model.repetition)
     wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
