@@ -32,3 +32,16 @@ def test_eval_lm_writes_the_report(tiny_lm_dir, tiny_codec_dir, tmp_path):
     summary = json.loads(out.with_suffix(".json").read_text())
     assert summary["test_utterances"] == 2 and summary["short_items"] == 2 and summary["generations"] == 6
     assert 0 <= summary["runaway_rate"] <= 100
+
+
+def test_eval_dpo_compares_three_systems(tiny_lm_dir, tiny_codec_dir, tmp_path):
+    out = tmp_path / "dpo.md"
+    r = CliRunner().invoke(app, ["eval", "dpo", "--model", str(tiny_lm_dir), "--dpo-model", str(tiny_lm_dir),
+                                 "--codec", str(tiny_codec_dir), "--limit", "2", "--threads", "1", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    summary = json.loads(out.with_suffix(".json").read_text())
+    base, cfg, dpo = summary.values()
+    assert base["test_utterances"] == 2 and cfg["short_items"] == 2
+    assert base["decode_passes_per_audio_s"] == pytest.approx(25.0)  # one pass per frame at 25 frames/s
+    assert cfg["decode_passes_per_audio_s"] > base["decode_passes_per_audio_s"]  # CFG's second pass costs
+    assert "Targets:" in out.read_text()

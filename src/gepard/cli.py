@@ -286,6 +286,33 @@ def eval_lm_cmd(
     typer.echo(out.read_text())
 
 
+@eval_app.command("dpo")
+@user_errors
+def eval_dpo_cmd(
+    ctx: typer.Context,
+    dpo_model: Path = typer.Option(Path("runs/dpo/export"), help="The DPO-tuned model (gepard train dpo)."),
+    model: Path = MODEL_OPTION,
+    codec: Path = CODEC_OPTION,
+    limit: int = typer.Option(0, help="Use only the first N utterances of each set (0 = all)."),
+    cfg_scale: float = typer.Option(3.0, help="Text CFG scale of the two-pass baseline."),
+    cfg_frames: int = typer.Option(20, help="Frames the two-pass baseline guides."),
+    threads: int = typer.Option(2, help="CPU threads."),
+    out: Path = typer.Option(Path("docs/results/dpo.md"), help="Report path (.json beside it)."),
+):
+    """Single-pass base vs two-pass CFG base vs single-pass DPO on held-out normal and short-register prompts."""
+    from gepard.api import TTS
+    from gepard.eval.dpo_report import configurations, write_dpo_report
+    from gepard.eval.lm_report import evaluate_lm
+    from gepard.paths import models_dir
+
+    results = {}
+    for name, folder, sampling in configurations(model or models_dir() / "lm", dpo_model, cfg_scale, cfg_frames):
+        with TTS.load(folder, codec, slots=32) as tts:
+            results[name] = evaluate_lm(tts, limit, threads, sampling, plain_short=False)
+    write_dpo_report(results, invocation(ctx), out, dpo_model.parent / "log.jsonl")
+    typer.echo(out.read_text())
+
+
 @eval_app.command("server")
 @user_errors
 def eval_server_cmd(
@@ -370,6 +397,27 @@ def train_lm_cmd(
     if export and int(os.environ.get("RANK", "0")) == 0:
         model.save_pretrained(export)
         typer.echo(f"saved {export}")
+
+
+@train_app.command("dpo")
+@user_errors
+def train_dpo_cmd(
+    run_dir: str = typer.Option("runs/dpo", help="Prompts, scored rollouts, pairs, checkpoints; a run resumes."),
+    model: str = typer.Option("models/lm", help="The model to improve (also the frozen DPO reference)."),
+    shards: list[str] = typer.Option(["shards/train"], help="Token shards the prompts come from."),
+    prompts: int = typer.Option(200, help="Prompts to roll out (60% of them short: at most 3 words)."),
+    samples: int = typer.Option(4, help="Rollouts per prompt with single-pass and again with two-pass CFG."),
+    steps: int = typer.Option(200, help="DPO optimizer steps."),
+    lr: float = typer.Option(1e-5),
+    beta: float = typer.Option(2.0, help="DPO beta (on length-normalized log-probs)."),
+    threads: int = typer.Option(2, help="CPU threads."),
+):
+    """Distil two-pass text CFG into single-pass weights: rollouts, rewards, pairs, DPO -> RUN_DIR/export."""
+    from gepard.dpo.pipeline import DPOConfig, train_dpo
+
+    export = train_dpo(DPOConfig(run_dir=run_dir, model=model, shards=shards, prompts=prompts, samples=samples,
+                                 steps=steps, lr=lr, beta=beta, threads=threads))
+    typer.echo(f"saved {export}")
 
 
 if __name__ == "__main__":

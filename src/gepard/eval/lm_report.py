@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import time
 import zlib
 from collections import defaultdict
 from pathlib import Path
@@ -45,13 +46,14 @@ def pick_reference(u: Utterance, by: dict[str, list[Utterance]]) -> Utterance:
 
 
 def synthesize_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None]], desc: str,
+                   sampling: SamplingParams = SamplingParams(seed=0),
                    concurrency: int = 16) -> list[tuple[np.ndarray, bool]]:
     """(text, (1, K, H) prefix, repetition or None for the model's) jobs, run `concurrency` at a time
-    through the engine with seed 0 -> [(audio (T,), stopped before the guard)]."""
+    through the engine -> [(audio (T,), stopped before the guard)]."""
     out = []
     with tqdm(total=len(jobs), desc=desc, unit="utt") as bar:
         for start in range(0, len(jobs), concurrency):
-            streams = [tts.engine.submit(text_request(tts.model, text, prefix, SamplingParams(seed=0), rep))
+            streams = [tts.engine.submit(text_request(tts.model, text, prefix, sampling, rep))
                        for text, prefix, rep in jobs[start: start + concurrency]]
             for stream in streams:
                 codes = list(stream)
@@ -61,7 +63,10 @@ def synthesize_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | No
     return out
 
 
-def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2) -> dict:
+def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingParams = SamplingParams(seed=0),
+                plain_short: bool = True) -> dict:
+    """Held-out sentences (WER, cosine, duration error, compute) and the short-register list (failure rate with
+    the model's text repetition and, if plain_short, without)."""
     torch.set_num_threads(threads)
     asr, speakers = get_transcriber(threads), get_speaker_encoder()
     by = references_by_speaker(shared_split("teacher_test"))
@@ -77,26 +82,39 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2) -> dict:
     test = shared_split("teacher_test")
     test = test[:limit] if limit else test
     rows = []
-    generated = synthesize_all(tts, [(u.text, voice_of(u)[0], None) for u in test], "test sentences")
+    start = time.perf_counter()
+    generated = synthesize_all(tts, [(u.text, voice_of(u)[0], None) for u in test], "test sentences", sampling)
+    elapsed = time.perf_counter() - start
     for u, (audio, stopped) in zip(test, generated):
+        original_s = len(load_audio(u.audio)) / tts.sample_rate
         rows.append({"id": u.id, "text": u.text, "asr": asr.transcribe(audio), "stopped": stopped,
-                     "cosine": speakers.cosine(audio, voice_of(u)[1]) if len(audio) else 0.0})
+                     "cosine": speakers.cosine(audio, voice_of(u)[1]) if len(audio) else 0.0,
+                     "frames": round(len(audio) / tts.codec.config.samples_per_frame),
+                     "duration_error": abs(len(audio) / tts.sample_rate - original_s) / original_s})
     short = shared_split("short_register")
     short = short[:limit] if limit else short
     short_rows = [{"id": u.id, "text": u.text} for u in short]
-    for name, rep in (("repeated", None), ("plain", NO_REPETITION)):
-        generated = synthesize_all(tts, [(u.text, voice_of(u)[0], rep) for u in short], f"short register, {name}")
+    for name, rep in (("repeated", None), ("plain", NO_REPETITION))[: 2 if plain_short else 1]:
+        generated = synthesize_all(tts, [(u.text, voice_of(u)[0], rep) for u in short], f"short register, {name}",
+                                   sampling)
         for u, row, (audio, stopped) in zip(short, short_rows, generated):
             hyp = asr.transcribe(audio)
             row[name] = {"asr": hyp, "stopped": stopped,
                          "failed": (not stopped) or utterance_wer(u.reference_text, hyp) > FAIL_WER}
-    generations = [r["stopped"] for r in rows] + [r[k]["stopped"] for r in short_rows for k in ("repeated", "plain")]
+    generations = [r["stopped"] for r in rows] + [r[k]["stopped"] for r in short_rows for k in r if k in
+                                                  ("repeated", "plain")]
+    frames = sum(r["frames"] for r in rows)
+    guided = sum(min(r["frames"], sampling.cfg_frames) for r in rows) if sampling.cfg_scale != 1.0 else 0
     return {
         "wer": 100 * wer([r["text"] for r in rows], [r["asr"] for r in rows]),
         "cosine_mean": float(np.mean([r["cosine"] for r in rows])),
+        "duration_error": 100 * float(np.mean([r["duration_error"] for r in rows])),
+        "decode_passes_per_audio_s": (frames + guided) / max(frames / tts.model.codec_frame_rate, 1e-9),
+        "wall_s_per_audio_s": elapsed / max(frames / tts.model.codec_frame_rate, 1e-9),
         "test_utterances": len(rows),
         "short_failure_repeated": 100 * float(np.mean([r["repeated"]["failed"] for r in short_rows])),
-        "short_failure_plain": 100 * float(np.mean([r["plain"]["failed"] for r in short_rows])),
+        "short_failure_plain": (100 * float(np.mean([r["plain"]["failed"] for r in short_rows]))
+                                if plain_short else None),
         "short_items": len(short_rows),
         "runaway_rate": 100 * (1 - float(np.mean(generations))), "generations": len(generations),
         "params": sum(p.numel() for p in tts.model.lm.parameters()),
@@ -117,6 +135,7 @@ def write_report(r: dict, command: str, out: Path, train_log: Path | None = None
         f"{ok(r['wer'] <= 8)} | ≤ 8 % |",
         f"| resemblyzer cosine to the reference (another utterance of the voice) | {r['cosine_mean']:.3f} "
         f"{ok(r['cosine_mean'] >= 0.75)} | ≥ 0.75 |",
+        f"| duration error against the original recording, mean | {r['duration_error']:.1f} % | — |",
         f"| short-register failure rate, with text repetition ({r['short_items']} items) "
         f"| {r['short_failure_repeated']:.1f} % | — |",
         f"| short-register failure rate, without text repetition | {r['short_failure_plain']:.1f} % | — |",

@@ -12,7 +12,7 @@ import torch
 from tokenizers import Tokenizer
 
 from gepard.data.prepare import read_shards
-from gepard.lm.layout import IGNORE, Repetition, Vocab, training_sequence
+from gepard.lm.layout import Repetition, Vocab, pad_sequences, training_sequence
 from gepard.lm.tokenizer import encode_text
 
 
@@ -74,16 +74,11 @@ class LMDataset:
             seqs.append(training_sequence(u.text_ids, u.codes.tolist(), self.vocab,
                                           self.repetition.training_copies(len(u.text_ids), rng)))
             refs.append(self.reference(i, rng))
-        length, ref_len = max(len(s[0]) for s in seqs), max(len(r) for r in refs)
-        ids = torch.full((len(seqs), length), self.vocab.special("<pad>"))
-        labels = torch.full((len(seqs), length), IGNORE)
-        ref_codes = torch.zeros((len(seqs), ref_len), dtype=torch.long)
-        for b, ((seq_ids, seq_labels), ref) in enumerate(zip(seqs, refs)):
-            ids[b, : len(seq_ids)] = torch.tensor(seq_ids)
-            labels[b, : len(seq_labels)] = torch.tensor(seq_labels)
+        ref_codes = torch.zeros((len(seqs), max(len(r) for r in refs)), dtype=torch.long)
+        for b, ref in enumerate(refs):
             ref_codes[b, : len(ref)] = torch.from_numpy(ref)
         return {
-            "ids": ids, "labels": labels, "lengths": torch.tensor([len(s[0]) for s in seqs]),
+            **pad_sequences(seqs, self.vocab),
             "ref_codes": ref_codes, "ref_lengths": torch.tensor([len(r) for r in refs]),
             "use_null": torch.tensor([rng.random() < null_prob for _ in indices]),
         }

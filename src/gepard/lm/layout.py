@@ -12,6 +12,8 @@ import math
 import random
 from dataclasses import dataclass
 
+import torch
+
 SPECIAL_TOKENS = ("<pad>", "<sot>", "<eot>", "<sos>", "<eos>")
 IGNORE = -100  # label of positions outside the loss
 
@@ -70,10 +72,23 @@ def prompt_tokens(text_ids: list[int], vocab: Vocab, copies: int) -> list[int]:
     return block * copies + [vocab.special("<sos>")]
 
 
-def training_sequence(text_ids: list[int], codes: list[int], vocab: Vocab, copies: int) -> tuple[list[int], list[int]]:
-    """(input ids, labels) for teacher forcing; labels are the next token, IGNORE outside audio and <eos>."""
+def training_sequence(text_ids: list[int], codes: list[int], vocab: Vocab, copies: int,
+                      stopped: bool = True) -> tuple[list[int], list[int]]:
+    """(input ids, labels) for teacher forcing; labels are the next token, IGNORE outside audio and <eos>.
+    stopped=False: the audio was cut off (a runaway rollout), so no <eos> follows it."""
     prompt = prompt_tokens(text_ids, vocab, copies)
-    target = vocab.audio_tokens(codes) + [vocab.special("<eos>")]
+    target = vocab.audio_tokens(codes) + ([vocab.special("<eos>")] if stopped else [])
     ids = prompt + target[:-1]
     labels = [IGNORE] * (len(prompt) - 1) + target
     return ids, labels
+
+
+def pad_sequences(seqs: list[tuple[list[int], list[int]]], vocab: Vocab) -> dict[str, torch.Tensor]:
+    """(ids, labels) pairs -> right-padded ids/labels (B, L) and lengths (B,)."""
+    length = max(len(ids) for ids, _ in seqs)
+    ids = torch.full((len(seqs), length), vocab.special("<pad>"))
+    labels = torch.full((len(seqs), length), IGNORE)
+    for b, (seq_ids, seq_labels) in enumerate(seqs):
+        ids[b, : len(seq_ids)] = torch.tensor(seq_ids)
+        labels[b, : len(seq_labels)] = torch.tensor(seq_labels)
+    return {"ids": ids, "labels": labels, "lengths": torch.tensor([len(s[0]) for s in seqs])}

@@ -50,18 +50,31 @@ class SpeechLM(nn.Module):
         tokens = self.lm.get_input_embeddings()(ids)
         return torch.cat([prefix.to(tokens.dtype), tokens], dim=1)
 
+    def label_logprobs(self, prefix: torch.Tensor, ids: torch.Tensor, labels: torch.Tensor,
+                       lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, K, H) prefix, (B, L) ids/labels, (B,) lengths -> log-probs (N,) of the N labelled next tokens
+        (audio and <eos>) and the batch row (N,) each belongs to."""
+        k, length = prefix.shape[1], ids.shape[1]
+        mask = torch.cat([torch.ones(len(prefix), k, dtype=torch.long, device=ids.device),
+                          (torch.arange(length, device=ids.device)[None] < lengths[:, None]).long()], dim=1)
+        hidden = self.lm.model(inputs_embeds=self.embed(prefix, ids), attention_mask=mask).last_hidden_state
+        keep = labels != IGNORE
+        logits = self.lm.lm_head(hidden[:, k:][keep]).float()
+        logprobs = -F.cross_entropy(logits, labels[keep], reduction="none")
+        return logprobs, keep.nonzero()[:, 0]
+
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Mean next-token cross-entropy over audio tokens and <eos> (batch from LMDataset.batch)."""
         prefix = self.prefix(batch["ref_codes"], batch["ref_lengths"], batch["use_null"])
-        k, length = prefix.shape[1], batch["ids"].shape[1]
-        device = batch["ids"].device
-        mask = torch.cat([torch.ones(len(prefix), k, dtype=torch.long, device=device),
-                          (torch.arange(length, device=device)[None] < batch["lengths"][:, None]).long()], dim=1)
-        hidden = self.lm.model(inputs_embeds=self.embed(prefix, batch["ids"]), attention_mask=mask).last_hidden_state
-        labels = batch["labels"]
-        selected = hidden[:, k:][labels != IGNORE]
-        logits = self.lm.lm_head(selected).float()
-        return F.cross_entropy(logits, labels[labels != IGNORE])
+        return -self.label_logprobs(prefix, batch["ids"], batch["labels"], batch["lengths"])[0].mean()
+
+    def sequence_logprobs(self, prefix: torch.Tensor, ids: torch.Tensor, labels: torch.Tensor,
+                          lengths: torch.Tensor) -> torch.Tensor:
+        """Per row, the mean log-prob of its labelled tokens (length-normalized, as DPO uses it) -> (B,)."""
+        logprobs, rows = self.label_logprobs(prefix, ids, labels, lengths)
+        total = torch.zeros(len(ids), device=ids.device).index_add(0, rows, logprobs)
+        count = torch.zeros(len(ids), device=ids.device).index_add(0, rows, torch.ones_like(logprobs))
+        return total / count
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.loss(batch)

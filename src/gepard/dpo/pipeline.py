@@ -1,0 +1,226 @@
+"""`gepard train dpo`: distil two-pass text CFG into single-pass weights with DPO.
+
+Stages, each resumable, all in one run folder:
+1. prompts.json    prompts from the training shards, weighted toward short texts (the short register), each
+                   with reference codes from another utterance of its speaker (the voice prefix's source).
+2. rollouts.jsonl  per prompt, `samples` single-pass and `samples` two-pass-CFG rollouts on the torch engine,
+                   each scored (ASR WER, duration against the expected one, speaker cosine -> reward).
+3. pairs.pt        chosen/rejected pairs with the reference model's log-probs, computed once, so that only
+                   the policy sits in memory while training.
+4. checkpoint/, log.jsonl, export/   DPO on the LM (the voice compressor stays frozen) -> a release folder.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from gepard.dpo.loss import dpo_loss
+from gepard.dpo.pairs import Rollout, build_pairs
+from gepard.dpo.rewards import RewardWeights, expected_duration, reward
+
+
+@dataclass
+class DPOConfig:
+    run_dir: str = "runs/dpo"
+    model: str = "models/lm"
+    codec: str | None = None  # the shipped codec unless given
+    shards: list[str] = field(default_factory=lambda: ["shards/train"])
+    prompts: int = 200
+    short_share: float = 0.6  # share of prompts with at most 3 words
+    samples: int = 4  # rollouts per prompt and mode (single-pass, two-pass CFG)
+    cfg_scale: float = 3.0
+    cfg_frames: int = 20
+    min_margin: float = 0.2
+    beta: float = 2.0
+    lr: float = 1e-5
+    steps: int = 200
+    batch_pairs: int = 4
+    checkpoint_every: int = 50
+    threads: int = 2
+    seed: int = 0
+    weights: RewardWeights = field(default_factory=RewardWeights)
+
+
+def make_prompts(cfg: DPOConfig) -> list[dict]:
+    """[{text, speaker, ref_codes}], `short_share` of them with at most 3 words."""
+    from gepard.data.prepare import read_shards
+
+    rng = random.Random(cfg.seed)
+    by_speaker: dict[str, list[np.ndarray]] = defaultdict(list)
+    items = []
+    for folder in cfg.shards:
+        for _, text, speaker, codes in read_shards(folder):
+            by_speaker[speaker].append(codes)
+            if text.strip():
+                items.append((text, speaker, codes))
+    short = [it for it in items if len(it[0].split()) <= 3]
+    normal = [it for it in items if len(it[0].split()) > 3]
+    n_short = min(len(short), round(cfg.prompts * cfg.short_share)) if short else 0
+    chosen = rng.sample(short, n_short) + rng.sample(normal, min(len(normal), cfg.prompts - n_short))
+    prompts = []
+    for text, speaker, codes in chosen:
+        pool = [c for c in by_speaker[speaker] if c is not codes] or [codes]
+        ref = pool[rng.randrange(len(pool))]
+        n = min(len(ref), rng.randint(50, 150))
+        start = rng.randint(0, len(ref) - n)
+        prompts.append({"text": text, "speaker": speaker, "ref_codes": ref[start: start + n].tolist()})
+    return prompts
+
+
+def speaking_rate(cfg: DPOConfig, frame_rate: float) -> float:
+    """Median normalized characters per second of the training speech."""
+    from gepard.data.prepare import read_shards
+    from gepard.eval.asr import normalize_text
+
+    rates = [len(normalize_text(text)) * frame_rate / len(codes) for folder in cfg.shards
+             for _, text, _, codes in read_shards(folder) if text.strip() and len(codes)]
+    return float(np.median(rates))
+
+
+def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollout]:
+    """Generate and score the rollouts of every prompt not yet in `out` (appended per prompt)."""
+    from gepard.engine.base import SamplingParams
+    from gepard.eval.asr import get_transcriber, utterance_wer
+    from gepard.eval.similarity import get_speaker_encoder
+    from gepard.lm.generate import text_request
+    from gepard.stream.normalize import normalize_for_speech
+
+    done = {r["prompt"] for r in read_jsonl(out)}
+    asr, speakers = get_transcriber(cfg.threads), get_speaker_encoder()
+    rate, frame_rate = speaking_rate(cfg, tts.model.codec_frame_rate), tts.model.codec_frame_rate
+    with open(out, "a") as f:
+        for i, p in enumerate(tqdm(prompts, desc="rollouts", unit="prompt")):
+            if i in done:
+                continue
+            ref = torch.tensor([p["ref_codes"]])
+            with torch.no_grad():
+                prefix = tts.model.prefix(ref)
+            ref_audio = tts.codec.decode(ref)[0].numpy()
+            text = normalize_for_speech(p["text"])
+            modes = [(seed, False) for seed in range(cfg.samples)] + [(seed, True) for seed in range(cfg.samples)]
+            streams = [tts.engine.submit(text_request(tts.model, text, prefix, SamplingParams(
+                seed=seed, cfg_scale=cfg.cfg_scale if cfg_on else 1.0, cfg_frames=cfg.cfg_frames)))
+                for seed, cfg_on in modes]
+            for (seed, cfg_on), stream in zip(modes, streams):
+                codes = list(stream)
+                audio = tts.codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
+                wer = utterance_wer(p["text"], asr.transcribe(audio)) if codes else 1.0
+                cosine = speakers.cosine(audio, ref_audio) if codes else 0.0
+                duration = len(codes) / frame_rate
+                row = {"prompt": i, "seed": seed, "cfg": cfg_on, "codes": codes, "stopped": stream.finished == "stop",
+                       "wer": wer, "cosine": cosine, "duration_s": duration,
+                       "reward": reward(wer, duration, expected_duration(p["text"], rate), cosine, cfg.weights)}
+                f.write(json.dumps(row) + "\n")
+            f.flush()
+    return [Rollout(**{k: r[k] for k in ("prompt", "seed", "cfg", "codes", "stopped", "reward")})
+            for r in read_jsonl(out)]
+
+
+def pair_data(model, prompts: list[dict], pairs: list[tuple[Rollout, Rollout]], batch: int = 8) -> list[dict]:
+    """Each pair's prefix, chosen/rejected sequences and their reference log-probs (the model as it is now)."""
+    from gepard.lm.layout import training_sequence
+    from gepard.lm.tokenizer import encode_text
+    from gepard.stream.normalize import normalize_for_speech
+
+    data = []
+    for chosen, rejected in pairs:
+        p = prompts[chosen.prompt]
+        ids = encode_text(model.tokenizer, normalize_for_speech(p["text"]))
+        copies = model.repetition.copies(len(ids))
+        with torch.no_grad():
+            prefix = model.prefix(torch.tensor([p["ref_codes"]]))[0]
+        data.append({"prefix": prefix,
+                     "chosen": training_sequence(ids, chosen.codes, model.vocab, copies, chosen.stopped),
+                     "rejected": training_sequence(ids, rejected.codes, model.vocab, copies, rejected.stopped)})
+    for start in tqdm(range(0, len(data), batch), desc="reference log-probs", unit="batch"):
+        part = data[start: start + batch]
+        with torch.no_grad():
+            chosen, rejected = pair_logprobs(model, part)
+        for d, c, r in zip(part, chosen.tolist(), rejected.tolist()):
+            d["ref_chosen"], d["ref_rejected"] = c, r
+    return data
+
+
+def pair_logprobs(model, part: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Length-normalized log-probs (B,) of the chosen and of the rejected sequences of B pairs (bf16 autocast)."""
+    from gepard.lm.layout import pad_sequences
+
+    seqs = [d["chosen"] for d in part] + [d["rejected"] for d in part]
+    batch = pad_sequences(seqs, model.vocab)
+    prefix = torch.stack([d["prefix"] for d in part] * 2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logprobs = model.sequence_logprobs(prefix, batch["ids"], batch["labels"], batch["lengths"])
+    return logprobs[: len(part)], logprobs[len(part):]
+
+
+def train_dpo(cfg: DPOConfig) -> Path:
+    """Run (or resume) every stage; returns the exported release folder."""
+    from gepard.api import TTS
+    from gepard.lm.speech_lm import SpeechLM
+    from gepard.lm.train import save_checkpoint
+
+    torch.set_num_threads(cfg.threads)
+    run = Path(cfg.run_dir)
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "dpo_config.json").write_text(json.dumps(asdict(cfg), indent=2))
+    if not (run / "prompts.json").exists():
+        (run / "prompts.json").write_text(json.dumps(make_prompts(cfg)))
+    prompts = json.loads((run / "prompts.json").read_text())
+    if not (run / "pairs.pt").exists():
+        with TTS.load(cfg.model, cfg.codec, slots=3 * cfg.samples) as tts:  # a CFG rollout takes two slots
+            rollouts = roll_out(tts, cfg, prompts, run / "rollouts.jsonl")
+            pairs = build_pairs(rollouts, cfg.min_margin)
+            if not pairs:
+                raise ValueError("no rollouts differ enough in reward to make a pair; raise --samples or --prompts")
+            torch.save(pair_data(tts.model, prompts, pairs), run / "pairs.pt")
+    data = torch.load(run / "pairs.pt", weights_only=False)
+    ckpt = run / "checkpoint"
+    model = SpeechLM.from_pretrained(ckpt if (ckpt / "gepard.json").exists() else cfg.model).train()
+    model.voice.requires_grad_(False)
+    opt = torch.optim.AdamW(model.lm.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    step = 0
+    if (ckpt / "trainer.pt").exists():
+        state = torch.load(ckpt / "trainer.pt", weights_only=False)
+        opt.load_state_dict(state["optimizer"])
+        step = state["step"]
+    rng = random.Random(cfg.seed + step)
+    t0 = time.time()
+    with open(run / "log.jsonl", "a") as log, tqdm(total=cfg.steps, initial=step, desc="dpo", unit="step") as bar:
+        while step < cfg.steps:
+            part = rng.sample(data, min(cfg.batch_pairs, len(data)))
+            chosen, rejected = pair_logprobs(model, part)
+            ref_c = torch.tensor([d["ref_chosen"] for d in part])
+            ref_r = torch.tensor([d["ref_rejected"] for d in part])
+            loss = dpo_loss(chosen, rejected, ref_c, ref_r, cfg.beta)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.lm.parameters(), 1.0)
+            opt.step()
+            step += 1
+            accuracy = float(((chosen - ref_c) > (rejected - ref_r)).float().mean())
+            log.write(json.dumps({"step": step, "loss": loss.item(), "accuracy": accuracy,
+                                  "elapsed_s": time.time() - t0}) + "\n")
+            log.flush()
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}", acc=f"{accuracy:.2f}")
+            if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+                save_checkpoint(model, opt, step, time.time() - t0, ckpt)
+    export = run / "export"
+    model.eval().save_pretrained(export)
+    if (Path(cfg.model) / "voices").is_dir():  # the compressor is unchanged, so the named voices still hold
+        shutil.copytree(Path(cfg.model) / "voices", export / "voices", dirs_exist_ok=True)
+    return export
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
