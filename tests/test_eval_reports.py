@@ -1,6 +1,7 @@
 """The report commands end to end on two utterances per set, with tiny random models (plumbing, not quality)."""
 
 import json
+import math
 
 import pytest
 from typer.testing import CliRunner
@@ -45,3 +46,15 @@ def test_eval_dpo_compares_three_systems(tiny_lm_dir, tiny_codec_dir, tmp_path):
     assert base["decode_passes_per_audio_s"] == pytest.approx(25.0)  # one pass per frame at 25 frames/s
     assert cfg["decode_passes_per_audio_s"] > base["decode_passes_per_audio_s"]  # CFG's second pass costs
     assert "Targets:" in out.read_text()
+
+
+def test_eval_probes_writes_curves_budgets_and_min_wer(tiny_lm_dir, tiny_codec_dir, tmp_path):
+    out = tmp_path / "probes.md"
+    r = CliRunner().invoke(app, ["eval", "probes", "--model", str(tiny_lm_dir), "--codec", str(tiny_codec_dir),
+                                 "--limit", "2", "--rollouts", "2", "--threads", "1", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert report["summary"]["generations"] == 2 * 2 * 2 * 2  # 2 sets x 2 items x 2 modes x 2 seeds
+    # entropy over the tiny model's 60 codes + <eos> lies in [0, ln 61]
+    assert all(0 <= r["onset_entropy"] <= math.log(61) for r in report["rows"])
+    assert out.with_suffix(".png").exists() and "| text tokens |" in out.read_text()

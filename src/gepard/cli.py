@@ -286,6 +286,27 @@ def eval_lm_cmd(
     typer.echo(out.read_text())
 
 
+@eval_app.command("probes")
+@user_errors
+def eval_probes_cmd(
+    ctx: typer.Context,
+    model: Path = MODEL_OPTION,
+    codec: Path = CODEC_OPTION,
+    limit: int = typer.Option(0, help="Use only the first N items of each set (0 = all)."),
+    rollouts: int = typer.Option(4, help="Seeds per item and mode (for min-WER)."),
+    threads: int = typer.Option(2, help="CPU threads."),
+    out: Path = typer.Option(Path("docs/results/probes.md"), help="Report path (.json and .png beside it)."),
+):
+    """Short-register probes: per-frame entropy/NLL, onset entropy, min-WER, failure rate vs text budget."""
+    from gepard.api import TTS
+    from gepard.eval.probes import run_probes, write_probes_report
+
+    with TTS.load(model, codec, slots=1) as tts:
+        rows = run_probes(tts, limit, rollouts, threads)
+    write_probes_report(rows, invocation(ctx), out)
+    typer.echo(out.read_text())
+
+
 @eval_app.command("dpo")
 @user_errors
 def eval_dpo_cmd(

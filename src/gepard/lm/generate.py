@@ -38,8 +38,13 @@ def text_request(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: Sam
 
 @torch.inference_mode()
 def generate_codes(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: SamplingParams = SamplingParams(),
-                   max_frames: int | None = None, repetition: Repetition | None = None) -> tuple[list[int], bool]:
-    """Text + (1, K, H) voice prefix -> (codes, stopped); stopped is False if the guard cut it off."""
+                   max_frames: int | None = None, repetition: Repetition | None = None,
+                   trace: list[tuple[float, float]] | None = None) -> tuple[list[int], bool]:
+    """Text + (1, K, H) voice prefix -> (codes, stopped); stopped is False if the guard cut it off.
+
+    trace: if given, gets one (entropy, NLL of the sampled token) per step, in nats, from the model's
+    distribution over audio codes + <eos> (before temperature and top-k/top-p).
+    """
     ids, n_text = text_prompt(model, text, repetition)
     vocab = model.vocab
     limit = max_frames or max_frames_for(n_text, model.codec_frame_rate)
@@ -50,7 +55,11 @@ def generate_codes(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: S
     out = model.lm(inputs_embeds=model.embed(prefix, torch.tensor([ids])), use_cache=True)
     codes: list[int] = []
     while len(codes) < limit:
-        token = sample_token(out.logits[0, -1].float() + allowed, sampling, gen)
+        logits = out.logits[0, -1].float() + allowed
+        token = sample_token(logits, sampling, gen)
+        if trace is not None:
+            logp = torch.log_softmax(logits, -1)
+            trace.append((float(-(logp.exp() * logp.nan_to_num(neginf=0.0)).sum()), float(-logp[token])))
         if token == vocab.special("<eos>"):
             return codes, True
         codes.append(token - vocab.audio_offset)

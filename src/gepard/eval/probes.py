@@ -1,0 +1,136 @@
+"""`gepard eval probes`: the short-register failure mode, measured -> docs/results/probes.md.
+
+Per generation: the belief entropy and the NLL of each frame (a run that locks onto the text drops within
+its first frames; a derailed one stays flat), its onset entropy (mean over the first ONSET frames), whether
+it stopped before the guard, and its ASR WER. Per item: the min-WER over N rollouts (can the model say it
+at all?). Over items: the failure rate against the text-token budget, with and without text repetition.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from gepard.api import TTS
+from gepard.data.manifests import shared_split
+from gepard.engine.base import SamplingParams
+from gepard.eval.asr import get_transcriber, utterance_wer
+from gepard.eval.lm_report import FAIL_WER, NO_REPETITION, pick_reference, references_by_speaker
+from gepard.eval.machine import describe_machine
+from gepard.lm.generate import generate_codes
+from gepard.lm.tokenizer import encode_text
+from gepard.lm.voices import prefix_from_audio
+
+ONSET = 10  # frames whose mean entropy is a generation's onset entropy
+BUDGETS = [(1, 1), (2, 2), (3, 3), (4, 6), (7, 12), (13, 10_000)]  # text-token budget buckets
+
+
+def run_probes(tts: TTS, limit: int = 0, rollouts: int = 4, threads: int = 2) -> list[dict]:
+    """Every item of the short-register list and of the held-out sentences, `rollouts` seeds, with and
+    without repetition -> one row per generation."""
+    from gepard.audio import load_audio
+
+    torch.set_num_threads(threads)
+    asr = get_transcriber(threads)
+    by = references_by_speaker(shared_split("teacher_test"))
+    items = []
+    for split in ("short_register", "teacher_test"):
+        pool = shared_split(split)
+        items += [(split, u) for u in (pool[:limit] if limit else pool)]
+    prefixes: dict[str, torch.Tensor] = {}
+    rows = []
+    for split, u in tqdm(items, desc="probes", unit="item"):
+        ref = pick_reference(u, by)
+        if ref.id not in prefixes:
+            prefixes[ref.id] = prefix_from_audio(tts.model, tts.codec, load_audio(ref.audio), ref.id)[None]
+        tokens = len(encode_text(tts.model.tokenizer, u.text))
+        for mode, repetition in (("repeated", None), ("plain", NO_REPETITION)):
+            for seed in range(rollouts):
+                trace: list[tuple[float, float]] = []
+                codes, stopped = generate_codes(tts.model, u.text, prefixes[ref.id], SamplingParams(seed=seed),
+                                                repetition=repetition, trace=trace)
+                audio = tts.codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
+                wer = utterance_wer(u.reference_text, asr.transcribe(audio))
+                entropy = [e for e, _ in trace]
+                rows.append({"id": u.id, "split": split, "text": u.text, "tokens": tokens, "mode": mode,
+                             "seed": seed, "stopped": stopped, "wer": wer, "failed": not stopped or wer > FAIL_WER,
+                             "onset_entropy": float(np.mean(entropy[:ONSET])) if entropy else float("nan"),
+                             "entropy": entropy, "nll": [n for _, n in trace]})
+    return rows
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Failure rate per budget and mode, onset entropy of clean vs failed runs, min-WER vs mean WER."""
+    def rate(selected: list[dict]) -> float | None:
+        return 100 * float(np.mean([r["failed"] for r in selected])) if selected else None
+
+    budgets = [{"budget": f"{lo}" if lo == hi else f"{lo}+" if hi >= 10_000 else f"{lo}-{hi}",
+                **{mode: rate([r for r in rows if r["mode"] == mode and lo <= r["tokens"] <= hi])
+                   for mode in ("repeated", "plain")},
+                "items": len({r["id"] for r in rows if lo <= r["tokens"] <= hi})} for lo, hi in BUDGETS]
+    by_item: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        by_item.setdefault((r["id"], r["mode"]), []).append(r["wer"])
+    onset = {kind: [r["onset_entropy"] for r in rows if r["failed"] == failed and not np.isnan(r["onset_entropy"])]
+             for kind, failed in (("clean", False), ("failed", True))}
+    return {
+        "budgets": budgets,
+        "onset_entropy": {k: float(np.mean(v)) if v else None for k, v in onset.items()},
+        "min_wer": {mode: 100 * float(np.mean([min(w) for (_, m), w in by_item.items() if m == mode]))
+                    for mode in ("repeated", "plain")},
+        "mean_wer": {mode: 100 * float(np.mean([np.mean(w) for (_, m), w in by_item.items() if m == mode]))
+                     for mode in ("repeated", "plain")},
+        "generations": len(rows), "rollouts": max(r["seed"] for r in rows) + 1,
+    }
+
+
+def write_probes_report(rows: list[dict], command: str, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = summarize(rows)
+    fmt = lambda v: "—" if v is None else f"{v:.1f}"  # noqa: E731
+    lines = ["# Short-register probes", "", f"Command: `{command}`", "",
+             f"Machine: {describe_machine()}. Date: {datetime.date.today().isoformat()}.", "",
+             f"{s['generations']} generations: every item of the short-register list and of the held-out sentences, "
+             f"{s['rollouts']} seeds each, with and without text repetition (plain HF loop, temperature 0.8, top-k "
+             f"100, top-p 0.95). Failure: no stop before the max-frame guard, or utterance WER > {FAIL_WER:.0%}.", "",
+             "| text tokens | items | failure % with repetition | failure % without |", "|---|---|---|---|"]
+    lines += [f"| {b['budget']} | {b['items']} | {fmt(b['repeated'])} | {fmt(b['plain'])} |" for b in s["budgets"]]
+    lines += ["", "| measure | with repetition | without |", "|---|---|---|",
+              f"| min-WER over {s['rollouts']} rollouts, mean over items % | {s['min_wer']['repeated']:.1f} | "
+              f"{s['min_wer']['plain']:.1f} |",
+              f"| WER of one rollout, mean % | {s['mean_wer']['repeated']:.1f} | {s['mean_wer']['plain']:.1f} |",
+              "", f"Onset entropy (mean belief entropy of the first {ONSET} frames, nats): clean runs "
+              f"{fmt(s['onset_entropy']['clean'])}, failed runs {fmt(s['onset_entropy']['failed'])}.", "",
+              f"![probes]({out.stem}.png)"]
+    fig, ax = plt.subplots(1, 3, figsize=(14, 3.8))
+    for failed, color in ((False, "tab:green"), (True, "tab:red")):
+        curves = [r for r in rows if r["failed"] == failed and r["entropy"]]
+        for key, axis in (("entropy", ax[0]), ("nll", ax[1])):
+            if curves:
+                n = min(100, max(len(r[key]) for r in curves))
+                mean = [np.mean([r[key][i] for r in curves if len(r[key]) > i]) for i in range(n)]
+                axis.plot(mean, color=color, label=f"{'failed' if failed else 'clean'} ({len(curves)})")
+    for axis, title in ((ax[0], "belief entropy per frame (nats)"), (ax[1], "NLL of the sampled code per frame")):
+        axis.set_xlabel("frame"), axis.set_title(title), axis.legend()
+    for mode, style in (("repeated", "o-"), ("plain", "s--")):
+        ax[2].plot([b["budget"] for b in s["budgets"]], [b[mode] if b[mode] is not None else np.nan
+                                                         for b in s["budgets"]], style, label=mode)
+    ax[2].set_xlabel("text tokens"), ax[2].set_ylabel("failure %"), ax[2].set_title("failure vs text budget")
+    ax[2].legend()
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out.with_suffix(".png"), dpi=100)
+    plt.close(fig)
+    out.write_text("\n".join(lines) + "\n")
+    curves = ("entropy", "nll")  # in the plot; the JSON keeps each generation's numbers
+    out.with_suffix(".json").write_text(json.dumps(
+        {"summary": s, "rows": [{k: v for k, v in r.items() if k not in curves} for r in rows]}, indent=1))
