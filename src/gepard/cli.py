@@ -412,7 +412,9 @@ def train_lm_cmd(
     from gepard.lm.model import LMConfig
     from gepard.lm.train import LMTrainConfig, train_lm
 
-    lm = LMConfig(hidden_size=hidden, layers=layers, heads=hidden // 64, intermediate_size=3 * hidden)
+    heads = hidden // 64
+    lm = LMConfig(hidden_size=hidden, layers=layers, heads=heads, kv_heads=max(1, heads // 2),
+                  intermediate_size=3 * hidden)
     model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_frames=batch_frames,
                                    lr=lr, threads=threads, lm=lm))
     if export and int(os.environ.get("RANK", "0")) == 0:
