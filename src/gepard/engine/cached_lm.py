@@ -21,7 +21,7 @@ class CachedLM:
         cfg = hf.config
         self.hf, self.max_len = hf, max_len
         self.kv_heads, self.head_dim = cfg.num_key_value_heads, cfg.head_dim
-        self.groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.groups = cfg.num_attention_heads // cfg.num_key_value_heads  # query heads per KV head (GQA)
         dtype = hf.model.embed_tokens.weight.dtype
         device = hf.model.embed_tokens.weight.device
         shape = (cfg.num_hidden_layers, slots, self.kv_heads, max_len, self.head_dim)
@@ -61,10 +61,9 @@ class CachedLM:
             q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
             self.k[i][slot_idx, :, positions] = k.transpose(1, 2).to(self.k.dtype)
             self.v[i][slot_idx, :, positions] = v.transpose(1, 2).to(self.v.dtype)
-            keys_i = self.k[i][slots, :, :span].repeat_interleave(self.groups, dim=1)
-            values_i = self.v[i][slots, :, :span].repeat_interleave(self.groups, dim=1)
+            keys_i, values_i = self.k[i][slots, :, :span], self.v[i][slots, :, :span]  # (B, kv_heads, S, D)
             out = F.scaled_dot_product_attention(q, keys_i.to(q.dtype), values_i.to(q.dtype), attn_mask=mask[:, None],
-                                                 scale=attn.scaling)
+                                                 scale=attn.scaling, enable_gqa=self.groups > 1)
             h = h + attn.o_proj(out.transpose(1, 2).reshape(batch, new, -1))
             h = h + layer.mlp(layer.post_attention_layernorm(h))
         self.lengths[slots] = start + new
