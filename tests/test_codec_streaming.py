@@ -139,5 +139,7 @@ def test_codec_batcher_serves_concurrent_streams_exactly(tiny_codec):
         t.start()
     for t in threads:
         t.join(30)
+    batcher.close()
+    assert not batcher.thread.is_alive()
     for got, want in zip(results, expected):
         assert np.abs(got - want.clamp(-1, 1).numpy()).max() <= 1e-5

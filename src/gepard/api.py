@@ -38,6 +38,7 @@ class TTS:
     def close(self) -> None:
         """Stop the engine (with vLLM, its processes); `with TTS.load(...) as tts:` does it on leaving."""
         self.engine.shutdown()
+        self.codec_batcher.close()
 
     def __enter__(self) -> "TTS":
         return self

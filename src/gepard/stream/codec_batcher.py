@@ -30,7 +30,7 @@ class Push:
 
 class CodecBatcher:
     def __init__(self):
-        self.pushes: queue.Queue[Push] = queue.Queue()
+        self.pushes: queue.Queue[Push | None] = queue.Queue()
         self.thread = threading.Thread(target=self._loop, name="gepard-codec", daemon=True)
         self.thread.start()
 
@@ -43,16 +43,25 @@ class CodecBatcher:
             raise job.error
         return job.samples
 
+    def close(self) -> None:
+        """Stop the worker once the pushes already queued are decoded."""
+        self.pushes.put(None)
+        self.thread.join()
+
     def _loop(self) -> None:
         while True:
             jobs = [self.pushes.get()]
             while not self.pushes.empty():
                 jobs.append(self.pushes.get_nowait())
+            closing = None in jobs
+            jobs = [job for job in jobs if job is not None]
             groups: dict[tuple[int, int], list[Push]] = defaultdict(list)
             for job in jobs:
                 groups[len(job.codes), job.decoder.state["skip"]].append(job)
             for group in groups.values():
                 self._decode(group)
+            if closing:
+                return
 
     @staticmethod
     def _decode(group: list[Push]) -> None:
