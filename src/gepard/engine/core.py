@@ -15,7 +15,7 @@ import torch
 
 from gepard.engine.base import Output, Request
 from gepard.engine.cached_lm import CachedLM
-from gepard.engine.sampling import apply_repetition_penalty, sample_token
+from gepard.engine.sampling import apply_repetition_penalty, sample_tokens
 from gepard.lm.speech_lm import SpeechLM
 
 
@@ -89,10 +89,10 @@ class EngineCore:
         state = Active(rid, request, slot, uncond, torch.Generator().manual_seed(request.sampling.seed))
         self.active[rid] = state
         logits = self._prompt_logits(slot, request.prefix, request.prompt_ids)
-        uncond_logits = None
+        uncond_logits = {}
         if uncond is not None:
-            uncond_logits = self._prompt_logits(uncond, request.prefix, request.uncond_prompt_ids)
-        return [self._emit(state, logits, uncond_logits)]
+            uncond_logits[rid] = self._prompt_logits(uncond, request.prefix, request.uncond_prompt_ids)
+        return self._emit([state], logits[None], uncond_logits)
 
     def _prompt_logits(self, slot: int, prefix: torch.Tensor, ids: list[int]) -> torch.Tensor:
         self.lm.reset(slot)
@@ -105,21 +105,29 @@ class EngineCore:
         slots = torch.tensor([slot for _, slot in rows])
         tokens = self.lm.embed(torch.tensor([[s.last_token] for s, _ in rows]))
         logits = self.lm.logits(self.lm.forward(tokens, slots)[:, -1])
-        uncond = {id(s): logits[len(states) + i] for i, s in enumerate(x for x in states if x.uncond_slot is not None)}
-        return [self._emit(s, logits[i], uncond.get(id(s))) for i, s in enumerate(states)]
+        guided = [s for s in states if s.uncond_slot is not None]
+        uncond = {s.request_id: logits[len(states) + i] for i, s in enumerate(guided)}
+        return self._emit(states, logits[: len(states)], uncond)
 
-    def _emit(self, state: Active, logits: torch.Tensor, uncond: torch.Tensor | None) -> Output:
-        """Sample the next code for one request from its (B=1) logits; finish it on <eos> or at max_frames."""
-        s = state.request.sampling
-        logits = logits.float()
-        if uncond is not None:
-            logits = uncond.float() + s.cfg_scale * (logits - uncond.float())
-            if len(state.codes) + 1 >= s.cfg_frames:  # guidance is over: the second pass stops costing
-                self.free.append(state.uncond_slot)
-                state.uncond_slot = None
-        recent = [self.vocab.audio_offset + c for c in state.codes[-s.repetition_window:]]
-        logits = apply_repetition_penalty(logits, recent, s.repetition_penalty) + self.allowed
-        token = sample_token(logits, s, state.generator)
+    def _emit(self, states: list[Active], logits: torch.Tensor, uncond: dict[int, torch.Tensor]) -> list[Output]:
+        """Sample the next code of each request from its row of (B, V) logits (CFG-combined with its
+        unconditional row in `uncond`, if any); finish a request on <eos> or at max_frames."""
+        rows = []
+        for state, row in zip(states, logits.float()):
+            s = state.request.sampling
+            if state.request_id in uncond:
+                row = uncond[state.request_id].float() + s.cfg_scale * (row - uncond[state.request_id].float())
+                if len(state.codes) + 1 >= s.cfg_frames:  # guidance is over: the second pass stops costing
+                    self.free.append(state.uncond_slot)
+                    state.uncond_slot = None
+            recent = [self.vocab.audio_offset + c for c in state.codes[-s.repetition_window:]]
+            rows.append(apply_repetition_penalty(row, recent, s.repetition_penalty))
+        tokens = sample_tokens(torch.stack(rows) + self.allowed, [s.request.sampling for s in states],
+                               [s.generator for s in states])
+        return [self._advance(state, token) for state, token in zip(states, tokens)]
+
+    def _advance(self, state: Active, token: int) -> Output:
+        """Record one sampled token of a request."""
         if token == self.vocab.special("<eos>"):
             return self._finish(state, "stop")
         code = token - self.vocab.audio_offset

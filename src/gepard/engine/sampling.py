@@ -18,16 +18,22 @@ def apply_repetition_penalty(logits: torch.Tensor, recent: list[int], penalty: f
     return logits
 
 
-def sample_token(logits: torch.Tensor, s: SamplingParams, gen: torch.Generator) -> int:
-    """(V,) float logits, disallowed tokens already -inf -> one token id.
+def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], gens: list[torch.Generator]) -> list[int]:
+    """(B, V) float logits, disallowed tokens already -inf, one SamplingParams and generator per row -> B ids.
 
-    Top-k comes first, so top-p sorts k candidates instead of the whole vocabulary.
+    One top-k for the whole batch (k = the largest asked for), so each row's top-p sorts k candidates, not
+    the vocabulary; each row then draws with its own generator (per-request seeds).
     """
-    if s.temperature <= 0:
-        return int(logits.argmax())
-    logits = logits.float() / s.temperature
-    values, ids = torch.topk(logits, min(s.top_k or logits.numel(), logits.numel()))  # (k,), descending
-    probs = torch.softmax(values, -1)
-    if s.top_p < 1.0:
-        probs[probs.cumsum(0) - probs > s.top_p] = 0.0
-    return int(ids[torch.multinomial(probs / probs.sum(), 1, generator=gen)])
+    temperature = torch.tensor([s.temperature if s.temperature > 0 else 1.0 for s in params])
+    k = min(max(s.top_k or logits.shape[1] for s in params), logits.shape[1])
+    values, ids = torch.topk(logits.float() / temperature[:, None], k)  # (B, k), descending
+    tokens = []
+    for row, (s, gen) in enumerate(zip(params, gens)):
+        if s.temperature <= 0:
+            tokens.append(int(logits[row].argmax()))
+            continue
+        probs = torch.softmax(values[row, : s.top_k or k], -1)
+        if s.top_p < 1.0:
+            probs[probs.cumsum(0) - probs > s.top_p] = 0.0
+        tokens.append(int(ids[row, torch.multinomial(probs / probs.sum(), 1, generator=gen)]))
+    return tokens

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from gepard.engine.base import Request, SamplingParams
-from gepard.engine.sampling import sample_token
+from gepard.engine.sampling import sample_tokens
 from gepard.lm.layout import Repetition, prompt_tokens
 from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.tokenizer import encode_text
@@ -56,7 +56,7 @@ def generate_codes(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: S
     codes: list[int] = []
     while len(codes) < limit:
         logits = out.logits[0, -1].float() + allowed
-        token = sample_token(logits, sampling, gen)
+        [token] = sample_tokens(logits[None], [sampling], [gen])
         if trace is not None:
             logp = torch.log_softmax(logits, -1)
             trace.append((float(-(logp.exp() * logp.nan_to_num(neginf=0.0)).sum()), float(-logp[token])))
