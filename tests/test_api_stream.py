@@ -36,4 +36,4 @@ def test_leaving_a_stream_early_cancels_its_generation(tiny_lm_dir, tiny_codec_d
     stream = tts.stream("This sentence will be interrupted after the first chunk of audio.")
     next(stream)
     stream.close()
-    assert tts.engine.active == 0 and not tts.engine.core.active
+    assert tts.engine.active == 0 and tts.engine.slots_in_use() == 0

@@ -111,6 +111,6 @@ def test_a_failing_step_fails_its_requests_and_the_engine_serves_on():
         with pytest.raises(RuntimeError, match="generation failed: .*longer than"):
             list(doomed)
         assert len(list(runner.submit(request([5], frames=3)))) == 3
-        assert runner.active == 0 and not runner.core.active
+        assert runner.active == 0 and runner.slots_in_use() == 0
     finally:
         runner.shutdown()

@@ -51,3 +51,15 @@ def test_a_batch_samples_each_row_as_it_would_alone():
         alone.append([sample_tokens(rows[i: i + 1], [params[i]], [gens_b[i]])[0] for i in range(3)])
     assert together == alone
     assert {t[1] for t in together} == {3}  # greedy on the flipped row: its argmax
+
+
+def test_block_topk_equals_torch_topk_on_a_large_vocabulary():
+    from gepard.engine.sampling import block_topk
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 64517, generator=gen)
+    x[1, :600] = float("-inf")  # blocked tokens, as the engine masks them
+    for k in (1, 100, 250):
+        values, ids = block_topk(x, k)
+        expected_values, expected_ids = torch.topk(x, k)
+        assert torch.equal(values, expected_values) and torch.equal(ids, expected_ids)

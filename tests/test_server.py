@@ -143,7 +143,7 @@ def test_websocket_cancel_stops_at_once_and_frees_the_slot(live, tts):
         while not isinstance(msg := ws.recv(timeout=30), str):
             pass
         assert json.loads(msg)["type"] == "cancelled"
-        assert tts.engine.active == 0 and not tts.engine.core.active
+        assert tts.engine.active == 0 and tts.engine.slots_in_use() == 0
 
 
 def test_client_that_disconnects_mid_stream_leaks_nothing(live, tts):
@@ -208,7 +208,7 @@ def test_graceful_shutdown_finishes_http_streams_and_closes_sessions(tts, tmp_pa
     listener.join(60)
     assert not server.thread.is_alive()
     assert b"".join(streamed) == whole  # the HTTP stream in flight finished, every sample delivered
-    assert tts.engine.active == 0 and not tts.engine.core.active
+    assert tts.engine.active == 0 and tts.engine.slots_in_use() == 0
 
 
 def test_load_test_counts_turns_ttfa_underruns_and_memory(tts, tmp_path):

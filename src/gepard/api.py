@@ -12,12 +12,11 @@ import torch
 from gepard.codec.files import load_codec
 from gepard.codec.model import Codec
 from gepard.engine.base import SamplingParams
-from gepard.engine.core import EngineCore
-from gepard.engine.runner import EngineRunner
+from gepard.engine.process import EngineProcess
 from gepard.lm.generate import text_request
 from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.voices import resolve_voice
-from gepard.paths import models_dir
+from gepard.paths import lm_dir
 from gepard.stream.audio import finish, pcm_chunks
 from gepard.stream.codec_batcher import CodecBatcher
 from gepard.stream.normalize import normalize_for_speech
@@ -30,9 +29,15 @@ MAX_TEXT_CHARS = 5000  # one call; longer input is refused with a clear error
 class TTS:
     """Text -> 16 kHz mono speech; many streams may run at once (one engine, continuous batching)."""
 
-    def __init__(self, model: SpeechLM, codec: Codec, model_dir: Path, slots: int = 16, engine: str = "torch"):
+    def __init__(self, model: SpeechLM, codec: Codec, model_dir: Path, slots: int = 16,
+                 engine: str | EngineProcess = "torch"):
+        """engine: "torch", "vllm", or a torch EngineProcess already started for `model_dir`."""
         self.model, self.codec, self.model_dir = model, codec, model_dir
-        self.engine, self.engine_name = start_engine(engine, model, model_dir, slots), engine
+        if isinstance(engine, EngineProcess):
+            self.engine, self.engine_name = engine, "torch"
+            engine.wait_ready()
+        else:
+            self.engine, self.engine_name = start_engine(engine, model, model_dir, slots), engine
         self.codec_batcher = CodecBatcher()  # decodes the audio of all streams together
 
     def close(self) -> None:
@@ -52,12 +57,18 @@ class TTS:
 
     @classmethod
     def load(cls, model_dir: str | Path | None = None, codec_dir: str | Path | None = None, slots: int = 16,
-             engine: str = "torch") -> "TTS":
-        """The shipped model (or `model_dir`) on the embedded torch engine, or on vLLM with engine="vllm"."""
-        model_dir = Path(model_dir) if model_dir else models_dir() / "lm"
-        if not (model_dir / "gepard.json").is_file():
-            raise FileNotFoundError(f"no speech LM at {model_dir} (expected gepard.json, config.json, ...)")
-        return cls(SpeechLM.from_pretrained(model_dir), load_codec(codec_dir), model_dir, slots, engine)
+             engine: str | EngineProcess = "torch") -> "TTS":
+        """The shipped model (or `model_dir`) on the embedded torch engine, or on vLLM with engine="vllm"
+        (or on an EngineProcess the caller started early for `model_dir`)."""
+        model_dir = lm_dir(model_dir)
+        if engine == "torch":  # its process loads the model while this one does
+            engine = start_engine(engine, None, model_dir, slots)
+        try:
+            return cls(SpeechLM.from_pretrained(model_dir), load_codec(codec_dir), model_dir, slots, engine)
+        except BaseException:
+            if isinstance(engine, EngineProcess):
+                engine.shutdown()
+            raise
 
     def voice(self, voice: str | torch.Tensor | None = None) -> torch.Tensor:
         """A named voice, a reference clip path, a (1, K, H) prefix, or None for the default -> (1, K, H)."""
@@ -86,10 +97,11 @@ class TTS:
         return np.concatenate(list(self.stream(text, voice, seed, temperature)))
 
 
-def start_engine(kind: str, model: SpeechLM, model_dir: Path, slots: int):
-    """"torch" (embedded, the default) or "vllm" (needs the vllm extra); both give the same Streams."""
+def start_engine(kind: str, model: SpeechLM | None, model_dir: Path, slots: int):
+    """"torch" (the embedded engine, in a process of its own; the default) or "vllm" (needs the vllm extra,
+    and `model`); both give the same Streams."""
     if kind == "torch":
-        return EngineRunner(EngineCore(model, slots=slots))
+        return EngineProcess(model_dir, slots)
     if kind == "vllm":
         try:
             from gepard.engine.vllm_engine import VLLMEngine
@@ -108,3 +120,4 @@ def limited(deltas: Iterable[str]) -> Iterator[str]:
         if total > MAX_TEXT_CHARS:
             raise ValueError(f"the text is longer than the limit of {MAX_TEXT_CHARS} characters")
         yield delta
+

@@ -37,6 +37,16 @@ def invocation(ctx: typer.Context) -> str:
     return " ".join(parts)
 
 
+def early_engine(engine: str, model: Path | None, slots: int):
+    """With the torch engine, start its process now: it loads the model while this one imports torch."""
+    if engine != "torch":
+        return engine
+    from gepard.engine.process import EngineProcess
+    from gepard.paths import lm_dir
+
+    return EngineProcess(lm_dir(model), slots)
+
+
 def user_errors(fn):
     """Report expected failures (bad files, bad arguments) as one line on stderr, exit code 1."""
 
@@ -70,9 +80,14 @@ def say(
     import codecs
     import time
 
+    engine = early_engine(engine, model, slots=16)
+    import torch
+
     from gepard.api import TTS
+    from gepard.engine.process import half_the_cores
     from gepard.stream.sink import AudioSink
 
+    torch.set_num_threads(half_the_cores())  # the codec's; the engine process has the other half
     if text == "-":
         decoder = codecs.getincrementaldecoder("utf-8")()
         stdin_deltas = iter(lambda: decoder.decode(os.read(0, 4096)), "")
@@ -103,12 +118,16 @@ def serve(
     engine: str = ENGINE_OPTION,
 ):
     """OpenAI-compatible speech server with a WebSocket for streaming text, voices, metrics and a web page."""
+    engine = early_engine(engine, model, slots=max_streams)
+    import torch
     import uvicorn
 
     from gepard.api import TTS
+    from gepard.engine.process import half_the_cores
     from gepard.server.app import create_app
     from gepard.server.limits import Limits
 
+    torch.set_num_threads(half_the_cores())  # the codec's and the server's; the engine process has the other half
     limits = Limits(max_streams, max_queue, max_text_chars)
     with TTS.load(model, codec, slots=max_streams, engine=engine) as tts:
         # SIGTERM/Ctrl-C: HTTP streams get limits.shutdown_grace_s to finish, WebSocket sessions are closed
@@ -124,7 +143,8 @@ def bench(
     codec: Path = CODEC_OPTION,
     concurrency: str = typer.Option("1,2,4,8,16", help="Comma-separated stream counts for the sweep."),
     rounds: int = typer.Option(1, help="Texts each stream speaks back to back in the sweep."),
-    threads: int = typer.Option(2, help="CPU threads."),
+    threads: int = typer.Option(0, help="CPU threads of this process (the codec); 0: half the cores, the "
+                                        "torch engine's process has the other half."),
     engines: str = typer.Option("torch", help="Comma-separated engines to measure in the same run: torch, vllm."),
     peers: str = typer.Option("", help="Comma-separated peer TTS to measure too: piper, kokoro (extra `peers`)."),
     out: Path = typer.Option(Path("docs/results/bench.md"), help="Report (.json and .png beside it)."),
@@ -135,11 +155,12 @@ def bench(
     import torch
 
     from gepard.api import TTS
+    from gepard.engine.process import half_the_cores
     from gepard.eval.bench import TEXTS, run_bench, write_bench_report
     from gepard.eval.peers import load_peer, measure_peer
     from gepard.eval.machine import describe_machine
 
-    torch.set_num_threads(threads)
+    torch.set_num_threads(threads or half_the_cores())
     levels = [int(n) for n in concurrency.split(",")]
     runs = {}
     for engine in engines.split(","):

@@ -13,6 +13,14 @@ def models_dir() -> Path:
     return Path(os.environ.get("GEPARD_MODELS") or REPO_ROOT / "models")
 
 
+def lm_dir(path: str | Path | None = None) -> Path:
+    """A speech LM folder (default: the shipped one); FileNotFoundError if it holds none."""
+    path = Path(path) if path else models_dir() / "lm"
+    if not (path / "gepard.json").is_file():
+        raise FileNotFoundError(f"no speech LM at {path} (expected gepard.json, config.json, ...)")
+    return path
+
+
 def shared_data_dir() -> Path | None:
     """The shared corpus: $GEPARD_DATA, else ../shared/data beside the checkout; None if absent."""
     env = os.environ.get("GEPARD_DATA")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # importing torch takes seconds; the engine process's front end does not need it
+    import torch
 
 
 @dataclass(frozen=True)
@@ -36,3 +38,11 @@ class Output:
     code: int | None
     finished: str | None = None
     error: str | None = None  # what went wrong, when finished == "error"
+
+
+def check_request(request: Request) -> None:
+    """Refuse a request no engine can run (ValueError), before it is queued."""
+    if not request.prompt_ids or request.max_frames <= 0:
+        raise ValueError("a request needs prompt tokens and max_frames > 0")
+    if request.sampling.cfg_scale != 1.0 and not request.uncond_prompt_ids:
+        raise ValueError("cfg_scale != 1 needs uncond_prompt_ids")

@@ -1,32 +1,73 @@
 """The engine's own Qwen3 forward: a static per-slot KV cache over the weights of a stock HF checkpoint.
 
 One call runs any number of slots, each appending T new positions after its own cached length: a prompt
-(prefill, T = prompt length) or one token per slot (a batched decode step). No weights are copied.
+(prefill, T = prompt length) or one token per slot (a batched decode step). At batch 1 a decode step is
+mostly per-op overhead and weight reads, so the forward packs each layer's projections into fewer matrices
+(q|k|v and gate|up, as vLLM does), uses fused RMSNorm and a precomputed rotary table, and may keep the
+output head, the largest matrix by far, in int8 (`int8_head`). The math is the checkpoint's own.
 """
 
 from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from transformers import Qwen3ForCausalLM
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+def quantized_head(head: torch.nn.Linear) -> torch.nn.Module:
+    """The output head (vocab x hidden: 3.5x the weights of all layers here) as a dynamically quantized
+    int8 Linear: per-channel int8 weights, fp32 in and out, fbgemm kernels. Quantizing the layers too
+    costs NLL (their activations have outliers); the head alone does not (docs/results/bench.md)."""
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    float_head = torch.nn.Linear(head.in_features, head.out_features, bias=False)
+    float_head.weight.data = head.weight.detach().float()
+    with warnings.catch_warnings():  # torch marks eager-mode quantization deprecated; its kernels are current
+        warnings.simplefilter("ignore")
+        return quantize_dynamic(torch.nn.Sequential(float_head), {torch.nn.Linear: per_channel_dynamic_qconfig},
+                                dtype=torch.qint8)[0]
+
+
+@dataclass
+class PackedLayer:
+    """One decoder layer's weights, projections that read the same input concatenated."""
+
+    input_norm: torch.Tensor  # (H,)
+    qkv: torch.Tensor  # ((heads + 2 kv_heads) * D, H)
+    qk_norm: torch.Tensor  # (heads + kv_heads, D): q_norm's weight for each query head, then k_norm's
+    o: torch.Tensor  # (H, heads * D)
+    post_norm: torch.Tensor  # (H,)
+    gate_up: torch.Tensor  # (2 I, H)
+    down: torch.Tensor  # (H, I)
+
+    @classmethod
+    def of(cls, layer) -> "PackedLayer":
+        a, mlp = layer.self_attn, layer.mlp
+        heads, kv_heads = a.config.num_attention_heads, a.config.num_key_value_heads
+        qk_norm = torch.cat([a.q_norm.weight.expand(heads, -1), a.k_norm.weight.expand(kv_heads, -1)])
+        return cls(layer.input_layernorm.weight, torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]),
+                   qk_norm, a.o_proj.weight, layer.post_attention_layernorm.weight,
+                   torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]), mlp.down_proj.weight)
 
 
 class CachedLM:
-    def __init__(self, hf: Qwen3ForCausalLM, slots: int, max_len: int):
+    @torch.no_grad()
+    def __init__(self, hf: Qwen3ForCausalLM, slots: int, max_len: int, int8_head: bool = False):
         cfg = hf.config
-        self.hf, self.max_len = hf, max_len
-        self.kv_heads, self.head_dim = cfg.num_key_value_heads, cfg.head_dim
-        self.groups = cfg.num_attention_heads // cfg.num_key_value_heads  # query heads per KV head (GQA)
         dtype = hf.model.embed_tokens.weight.dtype
         device = hf.model.embed_tokens.weight.device
-        shape = (cfg.num_hidden_layers, slots, self.kv_heads, max_len, self.head_dim)
-        self.k = torch.zeros(shape, dtype=dtype, device=device)
-        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self.hf, self.max_len, self.eps = hf, max_len, cfg.rms_norm_eps
+        self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        self.layers = [PackedLayer.of(layer) for layer in hf.model.layers]
+        self.head = quantized_head(hf.lm_head) if int8_head else None
+        cos, sin = hf.model.rotary_emb(torch.zeros(1, dtype=dtype, device=device),
+                                       torch.arange(max_len, device=device)[None])
+        self.cos, self.sin = cos[0], sin[0]  # (max_len, D)
+        self.kv = torch.zeros(cfg.num_hidden_layers, slots, 2 * self.kv_heads, max_len, self.head_dim, dtype=dtype,
+                              device=device)  # per layer and slot: the keys' heads, then the values'
         self.lengths = torch.zeros(slots, dtype=torch.long, device=device)
 
     @torch.inference_mode()
@@ -40,35 +81,37 @@ class CachedLM:
     @torch.inference_mode()
     def forward(self, x: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         """x (B, T, H) input embeddings appended to slots (B,) -> (B, T, H) final hidden states."""
-        batch, new, _ = x.shape
+        batch, new, hidden = x.shape
         start = self.lengths[slots]  # (B,)
         if int(start.max()) + new > self.max_len:
             raise ValueError(f"sequence longer than the engine's {self.max_len} positions")
         positions = start[:, None] + torch.arange(new, device=x.device)  # (B, T)
         span = int(start.max()) + new
-        keys = torch.arange(span, device=x.device)
-        mask = keys[None, None, :] <= positions[:, :, None]  # (B, T, S): causal, and only this slot's past
-        cos, sin = self.hf.model.rotary_emb(x, positions)
-        cos, sin = cos[:, None], sin[:, None]
+        mask = torch.arange(span, device=x.device)[None, None, :] <= positions[:, :, None]  # (B, T, S): causal
+        cos, sin = self.cos[positions][:, :, None], self.sin[positions][:, :, None]  # (B, T, 1, D)
         slot_idx = slots[:, None].expand(batch, new)
+        d, heads, kv_heads = self.head_dim, self.heads, self.kv_heads
         h = x
-        for i, layer in enumerate(self.hf.model.layers):
-            attn = layer.self_attn
-            a = layer.input_layernorm(h)
-            q = attn.q_norm(attn.q_proj(a).view(batch, new, -1, self.head_dim)).transpose(1, 2)
-            k = attn.k_norm(attn.k_proj(a).view(batch, new, -1, self.head_dim)).transpose(1, 2)
-            v = attn.v_proj(a).view(batch, new, -1, self.head_dim).transpose(1, 2)
-            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-            self.k[i][slot_idx, :, positions] = k.transpose(1, 2).to(self.k.dtype)
-            self.v[i][slot_idx, :, positions] = v.transpose(1, 2).to(self.v.dtype)
-            keys_i, values_i = self.k[i][slots, :, :span], self.v[i][slots, :, :span]  # (B, kv_heads, S, D)
-            out = F.scaled_dot_product_attention(q, keys_i.to(q.dtype), values_i.to(q.dtype), attn_mask=mask[:, None],
-                                                 scale=attn.scaling, enable_gqa=self.groups > 1)
-            h = h + attn.o_proj(out.transpose(1, 2).reshape(batch, new, -1))
-            h = h + layer.mlp(layer.post_attention_layernorm(h))
+        for i, w in enumerate(self.layers):
+            qkv = F.linear(F.rms_norm(h, (hidden,), w.input_norm, self.eps), w.qkv).view(batch, new, -1, d)
+            qk = F.rms_norm(qkv[:, :, : heads + kv_heads], (d,), eps=self.eps) * w.qk_norm  # (B, T, heads + kv, D)
+            qk = qk * cos + rotate_half(qk) * sin
+            self.kv[i][slot_idx, :, positions] = torch.cat([qk[:, :, heads:], qkv[:, :, heads + kv_heads:]], dim=2)
+            kv = self.kv[i][slots, :, :span]  # (B, 2 kv_heads, S, D)
+            out = F.scaled_dot_product_attention(qk[:, :, :heads].transpose(1, 2), kv[:, :kv_heads], kv[:, kv_heads:],
+                                                 attn_mask=mask[:, None], enable_gqa=heads != kv_heads)  # scale D^-0.5
+            h = h + F.linear(out.transpose(1, 2).reshape(batch, new, -1), w.o)
+            gate, up = F.linear(F.rms_norm(h, (hidden,), w.post_norm, self.eps), w.gate_up).chunk(2, dim=-1)
+            h = h + F.linear(F.silu(gate) * up, w.down)
         self.lengths[slots] = start + new
-        return self.hf.model.norm(h)
+        return F.rms_norm(h, (hidden,), self.hf.model.norm.weight, self.eps)
 
     @torch.inference_mode()
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.hf.lm_head(hidden)
+        """(..., H) final hidden states -> (..., V) logits (fp32 from the int8 head)."""
+        return self.head(hidden.float()) if self.head is not None else self.hf.lm_head(hidden)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)

