@@ -9,6 +9,7 @@ def test_bench_measures_every_section(tiny_lm_dir, tiny_codec_dir):
     assert all(s["aggregate_x_realtime"] > 0 and s["ttfa_p95_ms"] >= s["ttfa_p50_ms"] > 0 for s in r["sweep"])
     assert [b["batch"] for b in r["breakdown"]] == [1, 2] and r["breakdown"][0]["decode_step_ms"] > 0
     assert r["single"]["rtf"] > 0 and r["hf_baseline"]["audio_s"] >= 0
+    assert r["int8_head"]["nll_int8"] > 0 and 0 <= r["int8_head"]["top1_agreement"] <= 1
     assert tts.engine.active == 0
 
 

@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from gepard.api import TTS
 from gepard.codec.model import StreamingDecoder
@@ -103,6 +104,30 @@ def hf_baseline(tts: TTS) -> dict:
     return {"elapsed_s": elapsed, "audio_s": audio_s, "rtf": elapsed / max(audio_s, 1e-9)}
 
 
+@torch.inference_mode()
+def int8_head_check(tts: TTS) -> dict:
+    """What the engine's int8 output head costs in accuracy: the NLL of codes the model itself sampled (one
+    sequence per bench text, HF loop), teacher-forced through the engine's forward with the full-precision
+    head and with the int8 one, and how often their argmax agrees."""
+    prefix = tts.voice(None)
+    exact, int8 = (EngineCore(tts.model, slots=1, int8_head=q).lm for q in (False, True))
+    nll, agree = {"exact": [], "int8": []}, []
+    for i, text in enumerate(TEXTS):
+        ids, _ = text_prompt(tts.model, text)
+        codes, _ = generate_codes(tts.model, text, prefix, SamplingParams(seed=i))
+        tokens = torch.tensor([ids + [tts.model.vocab.audio_offset + c for c in codes]])
+        targets = tokens[0, len(ids):]
+        rows = {}
+        for name, lm in (("exact", exact), ("int8", int8)):
+            lm.reset(0)
+            hidden = lm.forward(torch.cat([prefix.to(lm.kv.dtype), lm.embed(tokens)], dim=1), torch.tensor([0]))
+            rows[name] = lm.logits(hidden[0, -len(targets) - 1: -1]).float()  # (J, V): the logits for each code
+            nll[name].append(float(F.cross_entropy(rows[name], targets)))
+        agree.append(float((rows["exact"].argmax(-1) == rows["int8"].argmax(-1)).float().mean()))
+    return {"nll_exact": float(np.mean(nll["exact"])), "nll_int8": float(np.mean(nll["int8"])),
+            "top1_agreement": float(np.mean(agree))}
+
+
 def run_bench(tts: TTS, concurrency: list[int], rounds: int = 1) -> dict:
     """Single stream, the sweep, and for the embedded torch engine its latency breakdown and the HF baseline."""
     one_stream(tts, TEXTS[1], seed=0)  # warm-up
@@ -115,6 +140,7 @@ def run_bench(tts: TTS, concurrency: list[int], rounds: int = 1) -> dict:
     if tts.engine_name == "torch":
         r["breakdown"] = [breakdown(tts, b) for b in sorted({1, max(concurrency)})]
         r["hf_baseline"] = hf_baseline(tts)
+        r["int8_head"] = int8_head_check(tts)
     return r
 
 
@@ -147,6 +173,11 @@ def write_bench_report(runs: dict[str, dict], peers: dict[str, dict], command: s
                       "| batch | prefill ms | decode step ms | codec step ms (one frame for every stream) |", "|---|---|---|---|"]
             lines += [f"| {b['batch']} | {b['prefill_ms']:.1f} | {b['decode_step_ms']:.1f} | {b['codec_step_ms']:.2f} |"
                       for b in r["breakdown"]]
+        if "int8_head" in r:
+            q = r["int8_head"]
+            lines += ["", f"Int8 output head ({name} engine): NLL of the model's own samples {q['nll_exact']:.4f} "
+                      f"with the full-precision head, {q['nll_int8']:.4f} with int8; argmax agreement "
+                      f"{q['top1_agreement']:.1%}."]
     lines += ["", f"![concurrency sweep]({out.stem}.png)"]
     out.write_text("\n".join(lines) + "\n")
     out.with_suffix(".json").write_text(json.dumps({"engines": runs, "peers": peers}, indent=2))
