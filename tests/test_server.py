@@ -217,6 +217,7 @@ def test_load_test_counts_turns_ttfa_underruns_and_memory(tts, tmp_path):
     [r] = run_load(create_app(tts, tmp_path / "data"), sessions=[2], duration_s=1.0, words_per_s=200.0,
                    warmup_s=0.5)
     assert r["sessions"] == 2 and r["errors"] == 0 and r["sustained"] == 2 and r["turns"] >= 2
-    assert r["ttfa_p95_ms"] >= r["ttfa_p50_ms"] > 0 and r["audio_s"] > 0 and r["rss_after_mb"] > 0
+    assert r["ttfa_p95_ms"] >= r["ttfa_p50_ms"] > 0 and r["audio_s"] > 0
+    assert r["rss_after_mb"]["server"] > 0 and r["rss_after_mb"]["engine"] > 0  # the engine has its own process
     write_server_report([r], "gepard eval server", tmp_path / "server.md", "test machine", "today", 200.0)
     assert "| 2 | 2 |" in (tmp_path / "server.md").read_text()

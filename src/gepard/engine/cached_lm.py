@@ -87,7 +87,10 @@ class CachedLM:
             raise ValueError(f"sequence longer than the engine's {self.max_len} positions")
         positions = start[:, None] + torch.arange(new, device=x.device)  # (B, T)
         span = int(start.max()) + new
-        mask = torch.arange(span, device=x.device)[None, None, :] <= positions[:, :, None]  # (B, T, S): causal
+        one = batch == 1  # the common single-stream case: cache writes and reads are views, no gather copies
+        slot, past = (int(slots[0]), int(start[0])) if one else (0, 0)
+        mask = None if one and new == 1 else (  # (B, 1, T, S): causal, each slot its own past; one step: all of it
+            torch.arange(span, device=x.device)[None, None, :] <= positions[:, :, None])[:, None]
         cos, sin = self.cos[positions][:, :, None], self.sin[positions][:, :, None]  # (B, T, 1, D)
         slot_idx = slots[:, None].expand(batch, new)
         d, heads, kv_heads = self.head_dim, self.heads, self.kv_heads
@@ -96,10 +99,15 @@ class CachedLM:
             qkv = F.linear(F.rms_norm(h, (hidden,), w.input_norm, self.eps), w.qkv).view(batch, new, -1, d)
             qk = F.rms_norm(qkv[:, :, : heads + kv_heads], (d,), eps=self.eps) * w.qk_norm  # (B, T, heads + kv, D)
             qk = qk * cos + rotate_half(qk) * sin
-            self.kv[i][slot_idx, :, positions] = torch.cat([qk[:, :, heads:], qkv[:, :, heads + kv_heads:]], dim=2)
-            kv = self.kv[i][slots, :, :span]  # (B, 2 kv_heads, S, D)
+            fresh = torch.cat([qk[:, :, heads:], qkv[:, :, heads + kv_heads:]], dim=2)  # (B, T, 2 kv_heads, D)
+            if one:
+                self.kv[i, slot, :, past:span] = fresh[0].transpose(0, 1)
+                kv = self.kv[i, slot: slot + 1, :, :span]  # (1, 2 kv_heads, S, D)
+            else:
+                self.kv[i][slot_idx, :, positions] = fresh
+                kv = self.kv[i][slots, :, :span]  # (B, 2 kv_heads, S, D)
             out = F.scaled_dot_product_attention(qk[:, :, :heads].transpose(1, 2), kv[:, :kv_heads], kv[:, kv_heads:],
-                                                 attn_mask=mask[:, None], enable_gqa=heads != kv_heads)  # scale D^-0.5
+                                                 attn_mask=mask, enable_gqa=heads != kv_heads)  # scale D^-0.5
             h = h + F.linear(out.transpose(1, 2).reshape(batch, new, -1), w.o)
             gate, up = F.linear(F.rms_norm(h, (hidden,), w.post_norm, self.eps), w.gate_up).chunk(2, dim=-1)
             h = h + F.linear(F.silu(gate) * up, w.down)

@@ -3,7 +3,7 @@
 Each session speaks turn after turn: it sends a reply word by word at LLM pace, flushes, and plays the
 audio as it arrives (received while the words are still going out). Per turn: TTFA (first word sent ->
 first audio; it includes waiting for the first speakable segment), underruns (a chunk arriving after the
-audio before it ran out), errors. Server memory (RSS of the serving process) before and after.
+audio before it ran out), errors. Memory (RSS of the serving process and of the torch engine's process) before and after.
 """
 
 from __future__ import annotations
@@ -22,12 +22,19 @@ from gepard.server.local import LocalServer
 BYTES_PER_SECOND = 2 * 16000  # pcm_s16le mono at 16 kHz
 
 
-def rss_mb() -> float:
-    """Resident memory of this process (the server runs in it), MB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
+def rss_mb(pid: int | str = "self") -> float:
+    """Resident memory of a process, MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def server_rss_mb(app) -> dict[str, float]:
+    """RSS of this process (server, codec, the load clients) and of the torch engine's process, if any."""
+    engine = app.state.server.tts.engine
+    process = getattr(engine, "process", None)
+    return {"server": rss_mb(), "engine": rss_mb(process.pid) if process is not None else 0.0}
 
 
 def listen(ws, arrivals: list[tuple[float, bytes | dict]]) -> None:
@@ -96,7 +103,7 @@ def run_load(app, sessions: list[int], duration_s: float, words_per_s: float = 1
     try:
         run_sessions(url, max(sessions), warmup_s, words_per_s)
         for n in sessions:
-            before = rss_mb()
+            before = server_rss_mb(app)
             turns = run_sessions(url, n, duration_s, words_per_s)
             ok = [t for t in turns if t["error"] is None]
             ttfa = [t["ttfa_ms"] for t in ok] or [float("nan")]
@@ -106,7 +113,7 @@ def run_load(app, sessions: list[int], duration_s: float, words_per_s: float = 1
                 "sustained": n - len({t["session"] for t in turns if t["error"]}),
                 "ttfa_p50_ms": float(np.percentile(ttfa, 50)), "ttfa_p95_ms": float(np.percentile(ttfa, 95)),
                 "underruns": sum(t["underrun"] for t in ok), "audio_s": sum(t["audio_s"] for t in ok),
-                "rss_before_mb": before, "rss_after_mb": rss_mb(),
+                "rss_before_mb": before, "rss_after_mb": server_rss_mb(app),
             })
     finally:
         server.stop()
@@ -123,10 +130,12 @@ def write_server_report(results: list[dict], command: str, out: Path, machine: s
              f"{4 / words_per_s * 1000:.0f} ms to arrive at this pace). Server and clients share this machine; "
              "its memory (RSS) is first measured after a warm-up at the largest level, so first-use allocations "
              "do not count as growth.", "",
-             "| sessions | sustained | turns | errors | TTFA p50 ms | TTFA p95 ms | underruns | audio s | RSS before → after MB |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| sessions | sustained | turns | errors | TTFA p50 ms | TTFA p95 ms | underruns | audio s | "
+             "server RSS before → after MB | engine process RSS before → after MB |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['sessions']} | {r['sustained']} | {r['turns']} | {r['errors']} | {r['ttfa_p50_ms']:.0f} | {r['ttfa_p95_ms']:.0f} | "
               f"{r['underruns']}/{r['turns'] - r['errors']} | {r['audio_s']:.0f} | "
-              f"{r['rss_before_mb']:.0f} → {r['rss_after_mb']:.0f} |" for r in results]
+              f"{r['rss_before_mb']['server']:.0f} → {r['rss_after_mb']['server']:.0f} | "
+              f"{r['rss_before_mb']['engine']:.0f} → {r['rss_after_mb']['engine']:.0f} |" for r in results]
     out.write_text("\n".join(lines) + "\n")
     out.with_suffix(".json").write_text(json.dumps(results, indent=2))
