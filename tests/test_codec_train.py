@@ -40,3 +40,16 @@ def test_adversarial_fine_tuning_trains_the_discriminator_and_resumes(speech_pat
     assert all(r["fm"] > 0 for r in log[2:])
     last = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["discriminator"]
     assert any(not torch.equal(first[k], last[k]) for k in first)
+
+
+def test_decoder_fine_tuning_keeps_every_code(speech_path, tmp_path):
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(json.dumps({"audio": str(speech_path), "text": "x", "speaker": "cathy"}) + "\n")
+    data = read_manifest(manifest)
+    cfg = dict(run_dir=str(tmp_path / "run"), steps=6, batch_size=2, crop_frames=8, lr=3e-3, warmup=1,
+               checkpoint_every=3, val_every=3, threads=1, codec=tiny_codec_config())
+    before = train_codec(TrainConfig(**cfg, stop_at=3), data, data, cache_dir=str(tmp_path / "cache"))
+    before = {k: v.clone() for k, v in before.state_dict().items()}
+    after = train_codec(TrainConfig(**cfg, freeze_encoder=True), data, data, cache_dir=str(tmp_path / "cache"))
+    changed = {k.split(".")[0] for k, v in after.state_dict().items() if not torch.equal(v, before[k])}
+    assert changed == {"decoder"}  # the encoder, hence every code, is exactly as it was

@@ -119,7 +119,8 @@ def ws_url(live) -> str:
 
 
 def test_websocket_deltas_flush_and_done(live):
-    with connect(ws_url(live)) as ws:
+    with connect(ws_url(live)) as ws:  # the client offers permessage-deflate; PCM is sent uncompressed
+        assert "Sec-WebSocket-Extensions" not in ws.response.headers
         assert json.loads(ws.recv())["type"] == "start"
         for delta in ["Hello ", "there, how ", "are you ", "today? "]:
             ws.send(json.dumps({"type": "text", "text": delta}))
@@ -215,9 +216,10 @@ def test_load_test_counts_turns_ttfa_underruns_and_memory(tts, tmp_path):
     from gepard.eval.load import run_load, write_server_report
 
     [r] = run_load(create_app(tts, tmp_path / "data"), sessions=[2], duration_s=1.0, words_per_s=200.0,
-                   warmup_s=0.5)
+                   warmup_s=0.5, trace_memory=True)
     assert r["sessions"] == 2 and r["errors"] == 0 and r["sustained"] == 2 and r["turns"] >= 2
     assert r["ttfa_p95_ms"] >= r["ttfa_p50_ms"] > 0 and r["audio_s"] > 0
     assert r["rss_after_mb"]["server"] > 0 and r["rss_after_mb"]["engine"] > 0  # the engine has its own process
+    assert r["rss_after_mb"]["python_heap"] > 0 and len(r["python_heap_growth"]) > 0
     write_server_report([r], "gepard eval server", tmp_path / "server.md", "test machine", "today", 200.0)
-    assert "| 2 | 2 |" in (tmp_path / "server.md").read_text()
+    assert "| 2 | 2 |" in (tmp_path / "server.md").read_text() and "Python heap" in (tmp_path / "server.md").read_text()

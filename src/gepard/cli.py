@@ -124,7 +124,7 @@ def serve(
 
     from gepard.api import TTS
     from gepard.engine.process import half_the_cores
-    from gepard.server.app import create_app
+    from gepard.server.app import create_app, uvicorn_settings
     from gepard.server.limits import Limits
 
     torch.set_num_threads(half_the_cores())  # the codec's and the server's; the engine process has the other half
@@ -132,7 +132,7 @@ def serve(
     with TTS.load(model, codec, slots=max_streams, engine=engine) as tts:
         # SIGTERM/Ctrl-C: HTTP streams get limits.shutdown_grace_s to finish, WebSocket sessions are closed
         uvicorn.run(create_app(tts, data_dir, limits), host=host, port=port, log_level="info",
-                    timeout_graceful_shutdown=limits.shutdown_grace_s)
+                    **uvicorn_settings(limits))
 
 
 @app.command("bench")
@@ -365,22 +365,28 @@ def eval_server_cmd(
     duration: float = typer.Option(120.0, help="Seconds each level runs."),
     words_per_s: float = typer.Option(15.0, help="Pace at which each session sends its words (LLM speed)."),
     engine: str = ENGINE_OPTION,
+    trace_memory: bool = typer.Option(False, "--trace-memory", help="Also track Python's heap (tracemalloc) "
+                                      "and report the allocation sites that grew most."),
     out: Path = typer.Option(Path("docs/results/server.md"), help="Report path (.json beside it)."),
 ):
     """Load test: concurrent LLM-paced WebSocket sessions against a local server -> TTFA, underruns, errors."""
     import datetime
     import tempfile
 
+    import torch
+
     from gepard.api import TTS
+    from gepard.engine.process import half_the_cores
     from gepard.eval.load import run_load, write_server_report
     from gepard.eval.machine import describe_machine
     from gepard.server.app import create_app
     from gepard.server.limits import Limits
 
+    torch.set_num_threads(half_the_cores())  # as `gepard serve` runs
     levels = [int(n) for n in sessions.split(",")]
     with TTS.load(model, codec, slots=max(levels), engine=engine) as tts, tempfile.TemporaryDirectory() as data_dir:
         app = create_app(tts, Path(data_dir), Limits(max_streams=max(levels), max_queue=max(levels)))
-        results = run_load(app, levels, duration, words_per_s)
+        results = run_load(app, levels, duration, words_per_s, trace_memory=trace_memory)
     write_server_report(results, invocation(ctx), out, describe_machine(), datetime.date.today().isoformat(),
                         words_per_s)
     typer.echo(out.read_text())
@@ -399,6 +405,9 @@ def train_codec_cmd(
     phase_weight: float = typer.Option(0.0, help="Weight of the instantaneous-frequency/group-delay losses."),
     train: Path = typer.Option(None, help="Training manifest (.jsonl or LJSpeech folder); default: shared corpus."),
     val: Path = typer.Option(None, help="Validation manifest; default: the shared teacher test set."),
+    freeze_encoder: bool = typer.Option(False, "--freeze-encoder", help="Train the decoder only (resuming a "
+                                        "run): the codes stay the same, so token shards and a speech LM trained "
+                                        "on them stay valid."),
     export: str = typer.Option("", help="Also save the trained codec here (config.json + model.safetensors)."),
 ):
     """Train the FSQ codec (default data: the shared corpus's real + teacher speech, minus held-out speakers)."""
@@ -408,7 +417,7 @@ def train_codec_cmd(
 
     cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, threads=threads,
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
-                      phase_weight=phase_weight, codec=CodecConfig(stride=stride))
+                      phase_weight=phase_weight, freeze_encoder=freeze_encoder, codec=CodecConfig(stride=stride))
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))
     if export:

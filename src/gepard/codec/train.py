@@ -35,6 +35,7 @@ class TrainConfig:
     feature_weight: float = 2.0
     adversarial_scale: float = 1 / 15  # (adversarial + feature_weight * feature matching) x this
     adversarial_batch: int = 4  # the discriminator sees this many items of each batch (it costs more than the codec)
+    freeze_encoder: bool = False  # train the decoder only: every code stays as it was
     threads: int = 2
     seed: int = 0
     codec: CodecConfig = field(default_factory=CodecConfig)
@@ -65,6 +66,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
 
     torch.manual_seed(cfg.seed)
     model = Codec(cfg.codec).to(device)
+    model.encoder.requires_grad_(not cfg.freeze_encoder)  # frozen: no gradients, so AdamW leaves it untouched
     loss_fn = SpectralLoss(cfg.codec.sample_rate, phase_weight=cfg.phase_weight).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay)
     disc = MultiResolutionDiscriminator().to(device)

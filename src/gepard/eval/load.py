@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -94,16 +95,23 @@ def run_sessions(url: str, n: int, duration_s: float, words_per_s: float) -> lis
 
 
 def run_load(app, sessions: list[int], duration_s: float, words_per_s: float = 15.0,
-             warmup_s: float = 10.0) -> list[dict]:
+             warmup_s: float = 10.0, trace_memory: bool = False) -> list[dict]:
     """Each level of `sessions` for duration_s, after a warm-up at the largest level (so that first-use
-    allocations of threads, caches and the allocator's arenas are not counted as growth)."""
+    allocations of threads, caches and the allocator's arenas are not counted as growth). trace_memory:
+    also track Python's own heap (tracemalloc, from the first level on; it slows Python down) and report
+    the allocation sites that grew most from the first level to the end."""
     server = LocalServer(app)
     url = server.url.replace("http", "ws") + "/v1/audio/speech/stream"
     results = []
     try:
         run_sessions(url, max(sessions), warmup_s, words_per_s)
+        if trace_memory:
+            tracemalloc.start(8)
+            start = tracemalloc.take_snapshot()
         for n in sessions:
             before = server_rss_mb(app)
+            if trace_memory:
+                before["python_heap"] = tracemalloc.get_traced_memory()[0] / 2**20
             turns = run_sessions(url, n, duration_s, words_per_s)
             ok = [t for t in turns if t["error"] is None]
             ttfa = [t["ttfa_ms"] for t in ok] or [float("nan")]
@@ -115,7 +123,15 @@ def run_load(app, sessions: list[int], duration_s: float, words_per_s: float = 1
                 "underruns": sum(t["underrun"] for t in ok), "audio_s": sum(t["audio_s"] for t in ok),
                 "rss_before_mb": before, "rss_after_mb": server_rss_mb(app),
             })
+            if trace_memory:
+                results[-1]["rss_after_mb"]["python_heap"] = tracemalloc.get_traced_memory()[0] / 2**20
+        if trace_memory:
+            growth = tracemalloc.take_snapshot().compare_to(start, "traceback")[:5]
+            results[-1]["python_heap_growth"] = [{"kib": g.size_diff / 1024, "count": g.count_diff,
+                                                  "where": str(g.traceback[-1])} for g in growth]
     finally:
+        if trace_memory:
+            tracemalloc.stop()
         server.stop()
     return results
 
@@ -137,5 +153,12 @@ def write_server_report(results: list[dict], command: str, out: Path, machine: s
               f"{r['underruns']}/{r['turns'] - r['errors']} | {r['audio_s']:.0f} | "
               f"{r['rss_before_mb']['server']:.0f} → {r['rss_after_mb']['server']:.0f} | "
               f"{r['rss_before_mb']['engine']:.0f} → {r['rss_after_mb']['engine']:.0f} |" for r in results]
+    if "python_heap" in results[0]["rss_before_mb"]:
+        lines += ["", "Python heap (tracemalloc; it slows Python, so latencies above are not comparable to an "
+                  "untraced run), MB before → after each level: "
+                  + ", ".join(f"{r['rss_before_mb']['python_heap']:.1f} → {r['rss_after_mb']['python_heap']:.1f}"
+                              for r in results) + ".", "", "Allocation sites that grew most over all levels:", "",
+                  "| KiB | blocks | where |", "|---|---|---|"]
+        lines += [f"| {g['kib']:.0f} | {g['count']} | `{g['where']}` |" for g in results[-1]["python_heap_growth"]]
     out.write_text("\n".join(lines) + "\n")
     out.with_suffix(".json").write_text(json.dumps(results, indent=2))

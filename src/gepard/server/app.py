@@ -106,6 +106,14 @@ class LockedIterator:
             self.iterator.close()
 
 
+def uvicorn_settings(limits: Limits) -> dict:
+    """How the server runs on uvicorn: on shutdown, HTTP streams get `limits.shutdown_grace_s` to finish;
+    no permessage-deflate on the WebSocket: PCM barely compresses, the CPU is better spent on speech, and
+    each connection's zlib contexts (~0.5 MB on each side) outlive it until Python's cycle collector runs
+    (the load test showed them piling up: docs/results/server.md)."""
+    return {"timeout_graceful_shutdown": limits.shutdown_grace_s, "ws_per_message_deflate": False}
+
+
 def create_app(tts: TTS, data_dir: str | Path = "gepard-data", limits: Limits | None = None) -> FastAPI:
     server = Server(tts, Path(data_dir), limits or Limits())
     app = FastAPI(title="Gepard", version="0.1.0")

@@ -8,6 +8,8 @@ import time
 
 import uvicorn
 
+from gepard.server.app import uvicorn_settings
+
 
 class LocalServer:
     def __init__(self, app):
@@ -15,9 +17,8 @@ class LocalServer:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.app = app
-        grace = app.state.server.limits.shutdown_grace_s
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    timeout_graceful_shutdown=grace))
+                                                    **uvicorn_settings(app.state.server.limits)))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         while not self.server.started:
