@@ -33,7 +33,10 @@ def invocation(ctx: typer.Context) -> str:
         source = ctx.get_parameter_source(param.name)
         if source is not None and source.name == "COMMANDLINE":
             value = ctx.params[param.name]
-            parts.append(f"{param.opts[0]} {value}" if param.opts[0].startswith("-") else str(value))
+            if getattr(param, "is_flag", False):
+                parts.append(param.opts[0] if value else param.secondary_opts[0])
+            else:
+                parts.append(f"{param.opts[0]} {value}" if param.opts[0].startswith("-") else str(value))
     return " ".join(parts)
 
 
