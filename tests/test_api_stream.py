@@ -1,12 +1,18 @@
 """TTS.stream / TTS.say through the engine with tiny random models."""
 
 import numpy as np
+import pytest
 
 from gepard.api import TTS
 
 
-def test_say_is_the_concatenation_of_stream(tiny_lm_dir, tiny_codec_dir):
-    tts = TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4)
+@pytest.fixture
+def tts(tiny_lm_dir, tiny_codec_dir):
+    with TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4) as tts:
+        yield tts
+
+
+def test_say_is_the_concatenation_of_stream(tts):
     text = "Hello there, how are you today? See you at 9."
     chunks = list(tts.stream(text, seed=5))
     assert len(chunks) > 2 and all(c.dtype == np.float32 and c.ndim == 1 for c in chunks)
@@ -14,8 +20,7 @@ def test_say_is_the_concatenation_of_stream(tiny_lm_dir, tiny_codec_dir):
     assert tts.engine.active == 0
 
 
-def test_deltas_start_audio_before_the_text_is_complete(tiny_lm_dir, tiny_codec_dir):
-    tts = TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4)
+def test_deltas_start_audio_before_the_text_is_complete(tts):
     sent = []
     words = "Yes, of course I can do that. It will be ready at nine tomorrow morning.".split()
 
@@ -31,9 +36,21 @@ def test_deltas_start_audio_before_the_text_is_complete(tiny_lm_dir, tiny_codec_
     assert len(sent) == len(words)
 
 
-def test_leaving_a_stream_early_cancels_its_generation(tiny_lm_dir, tiny_codec_dir):
-    tts = TTS.load(tiny_lm_dir, tiny_codec_dir, slots=2)
+def test_leaving_a_stream_early_cancels_its_generation(tts):
     stream = tts.stream("This sentence will be interrupted after the first chunk of audio.")
     next(stream)
     stream.close()
     assert tts.engine.active == 0 and tts.engine.slots_in_use() == 0
+
+
+def test_streamed_pcm_equals_decoding_the_same_codes_offline(tts):
+    import torch
+
+    from gepard.engine.base import SamplingParams
+    from gepard.lm.generate import text_request
+
+    text = "hello there, see you at nine"  # one segment
+    streamed = np.concatenate(list(tts.stream(text, seed=3)))
+    codes = list(tts.engine.submit(text_request(tts.model, text, tts.voice(None), SamplingParams(seed=3))))
+    offline = tts.codec.decode(torch.tensor([codes]))[0].clamp(-1, 1).numpy()
+    assert len(codes) > 3 and np.allclose(streamed, offline, atol=1e-5)

@@ -3,14 +3,14 @@ from gepard.eval.bench import run_bench
 
 
 def test_bench_measures_every_section(tiny_lm_dir, tiny_codec_dir):
-    tts = TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4)
-    r = run_bench(tts, concurrency=[1, 2])
+    with TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4) as tts:
+        r = run_bench(tts, concurrency=[1, 2])
+        assert tts.engine.active == 0
     assert [s["streams"] for s in r["sweep"]] == [1, 2] and all(s["requests"] == s["streams"] for s in r["sweep"])
     assert all(s["aggregate_x_realtime"] > 0 and s["ttfa_p95_ms"] >= s["ttfa_p50_ms"] > 0 for s in r["sweep"])
     assert [b["batch"] for b in r["breakdown"]] == [1, 2] and r["breakdown"][0]["decode_step_ms"] > 0
     assert r["single"]["rtf"] > 0 and r["hf_baseline"]["audio_s"] >= 0
     assert r["int8_head"]["nll_int8"] > 0 and 0 <= r["int8_head"]["top1_agreement"] <= 1
-    assert tts.engine.active == 0
 
 
 def test_bench_command_writes_the_report(tiny_lm_dir, tiny_codec_dir, tmp_path):

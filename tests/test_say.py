@@ -24,8 +24,8 @@ def test_say_writes_speech_with_default_named_and_reference_voices(tiny_lm_dir, 
 
 
 def test_same_seed_same_audio(tiny_lm_dir, tiny_codec_dir):
-    tts = TTS.load(tiny_lm_dir, tiny_codec_dir)
-    a, b = tts.say("see you", seed=3), tts.say("see you", seed=3)
+    with TTS.load(tiny_lm_dir, tiny_codec_dir) as tts:
+        a, b = tts.say("see you", seed=3), tts.say("see you", seed=3)
     assert np.array_equal(a, b)
     assert list_voices(tiny_lm_dir) == ["default"]
 

@@ -24,7 +24,8 @@ def live_server(tts, data_dir, limits=None) -> LocalServer:
 
 @pytest.fixture
 def tts(tiny_lm_dir, tiny_codec_dir):
-    return TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4)
+    with TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4) as tts:
+        yield tts
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ def test_page_synthesizes_a_sentence_and_plays_the_chunks(tiny_lm_dir, tiny_code
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     if not CHROMIUM.exists():
         pytest.skip("Debian chromium is not installed (apt-get install chromium)")
-    server = live_server(TTS.load(tiny_lm_dir, tiny_codec_dir, slots=2), tmp_path / "data")
+    tts = TTS.load(tiny_lm_dir, tiny_codec_dir, slots=2)
+    server = live_server(tts, tmp_path / "data")
     try:
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
@@ -37,3 +38,4 @@ def test_page_synthesizes_a_sentence_and_plays_the_chunks(tiny_lm_dir, tiny_code
         assert "TTFA" in stats and "RTF" in stats and not errors
     finally:
         server.stop()
+        tts.close()

@@ -187,8 +187,8 @@ def voice_add(
     from gepard.api import TTS
     from gepard.lm.voices import save_voice
 
-    tts = TTS.load(model, codec, slots=1)
-    typer.echo(f"saved {save_voice(tts.model_dir, name, tts.voice(str(reference))[0])}")
+    with TTS.load(model, codec, slots=1) as tts:
+        typer.echo(f"saved {save_voice(tts.model_dir, name, tts.voice(str(reference))[0])}")
 
 
 @voice_app.command("list")
