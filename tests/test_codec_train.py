@@ -8,10 +8,15 @@ from gepard.data.manifests import read_manifest
 from tests.conftest import tiny_codec_config
 
 
-def test_training_lowers_the_loss_and_resumes_where_it_stopped(speech_path, tmp_path):
+def one_clip(speech_path, tmp_path) -> list:
+    """A manifest of the speech fixture alone."""
     manifest = tmp_path / "m.jsonl"
     manifest.write_text(json.dumps({"audio": str(speech_path), "text": "x", "speaker": "cathy"}) + "\n")
-    data = read_manifest(manifest)
+    return read_manifest(manifest)
+
+
+def test_training_lowers_the_loss_and_resumes_where_it_stopped(speech_path, tmp_path):
+    data = one_clip(speech_path, tmp_path)
     cfg = dict(run_dir=str(tmp_path / "run"), steps=12, batch_size=2, crop_frames=8, lr=3e-3, warmup=2,
                checkpoint_every=6, val_every=6, threads=1, codec=tiny_codec_config())
     train_codec(TrainConfig(**cfg, stop_at=6), data, data, cache_dir=str(tmp_path / "cache"))
@@ -27,9 +32,7 @@ def test_training_lowers_the_loss_and_resumes_where_it_stopped(speech_path, tmp_
 
 
 def test_adversarial_fine_tuning_trains_the_discriminator_and_resumes(speech_path, tmp_path):
-    manifest = tmp_path / "m.jsonl"
-    manifest.write_text(json.dumps({"audio": str(speech_path), "text": "x", "speaker": "cathy"}) + "\n")
-    data = read_manifest(manifest)
+    data = one_clip(speech_path, tmp_path)
     cfg = dict(run_dir=str(tmp_path / "run"), steps=6, batch_size=2, crop_frames=8, warmup=1, checkpoint_every=3,
                val_every=3, threads=1, adversarial_from=2, codec=tiny_codec_config())
     train_codec(TrainConfig(**cfg, stop_at=3), data, data, cache_dir=str(tmp_path / "cache"))
@@ -43,9 +46,7 @@ def test_adversarial_fine_tuning_trains_the_discriminator_and_resumes(speech_pat
 
 
 def test_decoder_fine_tuning_keeps_every_code(speech_path, tmp_path):
-    manifest = tmp_path / "m.jsonl"
-    manifest.write_text(json.dumps({"audio": str(speech_path), "text": "x", "speaker": "cathy"}) + "\n")
-    data = read_manifest(manifest)
+    data = one_clip(speech_path, tmp_path)
     cfg = dict(run_dir=str(tmp_path / "run"), steps=6, batch_size=2, crop_frames=8, lr=3e-3, warmup=1,
                checkpoint_every=3, val_every=3, threads=1, codec=tiny_codec_config())
     before = train_codec(TrainConfig(**cfg, stop_at=3), data, data, cache_dir=str(tmp_path / "cache"))

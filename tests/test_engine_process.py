@@ -1,5 +1,7 @@
 """The torch engine in its own process: the same codes as in this process, cancel, and a lost child."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -39,24 +41,25 @@ def test_the_process_samples_what_the_engine_core_samples_here(engine, tiny_lm_d
     assert engine.active == 0 and engine.slots_in_use() == 0
 
 
-def test_closing_a_stream_frees_its_slot_in_the_child(engine, tiny_lm_dir):
-    model = SpeechLM.from_pretrained(tiny_lm_dir)
-    request = requests(model)[0]
-    stream = engine.submit(request.__class__(request.prefix, request.prompt_ids, 10_000, request.sampling))
+def a_long_stream_under_way(engine: EngineProcess, model_dir) -> tuple:
+    """A request that would run for 10,000 frames, after its first code -> (stream, its code iterator)."""
+    request = requests(SpeechLM.from_pretrained(model_dir))[0]
+    stream = engine.submit(dataclasses.replace(request, max_frames=10_000))
     codes = iter(stream)
     next(codes)
+    return stream, codes
+
+
+def test_closing_a_stream_frees_its_slot_in_the_child(engine, tiny_lm_dir):
+    stream, _ = a_long_stream_under_way(engine, tiny_lm_dir)
     stream.close()
     assert stream.finished == "cancelled" and engine.active == 0 and engine.slots_in_use() == 0
 
 
 def test_a_child_that_dies_fails_its_streams_instead_of_hanging(engine, tiny_lm_dir):
-    model = SpeechLM.from_pretrained(tiny_lm_dir)
-    request = requests(model)[0]
-    stream = engine.submit(request.__class__(request.prefix, request.prompt_ids, 10_000, request.sampling))
-    codes = iter(stream)
-    next(codes)
+    _, codes = a_long_stream_under_way(engine, tiny_lm_dir)
     engine.process.kill()
     with pytest.raises(RuntimeError, match="engine process exited"):
         list(codes)
     with pytest.raises(RuntimeError, match="engine process"):
-        list(engine.submit(request))
+        list(engine.submit(requests(SpeechLM.from_pretrained(tiny_lm_dir))[0]))
