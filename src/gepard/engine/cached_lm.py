@@ -59,7 +59,7 @@ class CachedLM:
         cfg = hf.config
         dtype = hf.model.embed_tokens.weight.dtype
         device = hf.model.embed_tokens.weight.device
-        self.hf, self.max_len, self.eps = hf, max_len, cfg.rms_norm_eps
+        self.hf, self.max_len, self.eps, self.device = hf, max_len, cfg.rms_norm_eps, device
         self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         self.layers = [PackedLayer.of(layer) for layer in hf.model.layers]
         self.head = quantized_head(hf.lm_head) if int8_head else None

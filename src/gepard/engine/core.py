@@ -101,14 +101,14 @@ class EngineCore:
 
     def _prompt_logits(self, slot: int, prefix: torch.Tensor, ids: list[int]) -> torch.Tensor:
         self.lm.reset(slot)
-        tokens = self.lm.embed(torch.tensor([ids]))
-        embeds = torch.cat([prefix[None].to(tokens.dtype), tokens], dim=1)
-        return self.lm.logits(self.lm.forward(embeds, torch.tensor([slot]))[:, -1])[0]
+        tokens = self.lm.embed(torch.tensor([ids], device=self.lm.device))
+        embeds = torch.cat([prefix[None].to(tokens), tokens], dim=1)
+        return self.lm.logits(self.lm.forward(embeds, torch.tensor([slot], device=self.lm.device))[:, -1])[0]
 
     def _decode(self, states: list[Active]) -> list[Output]:
         rows = [(s, s.slot) for s in states] + [(s, s.uncond_slot) for s in states if s.uncond_slot is not None]
-        slots = torch.tensor([slot for _, slot in rows])
-        tokens = self.lm.embed(torch.tensor([[s.last_token] for s, _ in rows]))
+        slots = torch.tensor([slot for _, slot in rows], device=self.lm.device)
+        tokens = self.lm.embed(torch.tensor([[s.last_token] for s, _ in rows], device=self.lm.device))
         logits = self.lm.logits(self.lm.forward(tokens, slots)[:, -1])
         guided = [s for s in states if s.uncond_slot is not None]
         uncond = {s.request_id: logits[len(states) + i] for i, s in enumerate(guided)}
@@ -118,10 +118,11 @@ class EngineCore:
         """Sample the next code of each request from its row of (B, V) logits (CFG-combined with its
         unconditional row in `uncond`, if any); finish a request on <eos> or at max_frames."""
         rows = []
-        for state, row in zip(states, logits.float()):
+        for state, row in zip(states, logits.float().cpu()):  # sampling runs on the CPU (per-request generators)
             s = state.request.sampling
             if state.request_id in uncond:
-                row = uncond[state.request_id].float() + s.cfg_scale * (row - uncond[state.request_id].float())
+                base = uncond[state.request_id].float().cpu()
+                row = base + s.cfg_scale * (row - base)
                 if len(state.codes) + 1 >= s.cfg_frames:  # guidance is over: the second pass stops costing
                     self.free.append(state.uncond_slot)
                     state.uncond_slot = None

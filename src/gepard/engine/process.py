@@ -128,7 +128,10 @@ def serve(model_dir: str, slots: int, threads: int, int8_head: bool, conn: Conne
 
     try:
         torch.set_num_threads(threads)
-        core = EngineCore(SpeechLM.from_pretrained(model_dir), slots=slots, int8_head=int8_head)
+        model = SpeechLM.from_pretrained(model_dir)
+        if torch.cuda.is_available():  # written for GPUs but only run on CPUs so far; int8 head: CPU kernels
+            model.lm.to("cuda")
+        core = EngineCore(model, slots=slots, int8_head=int8_head and not torch.cuda.is_available())
     except Exception as e:  # noqa: BLE001 - reported to the parent, which raises it
         send(conn, repr(e))
         return
