@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 import pickle
+import queue
 import socket
 import subprocess
 import sys
@@ -35,7 +36,7 @@ class EngineProcess(StreamTable):
         """Start the child, which loads the model with `threads` CPU threads; see `wait_ready`."""
         super().__init__()
         self.ids = itertools.count()
-        self.status: dict[str, threading.Event | int] = {}
+        self.slot_counts: queue.Queue[int] = queue.Queue()  # the child's answers to slots_in_use
         ours, theirs = socket.socketpair()
         self.send_lock = threading.Lock()
         self.process = subprocess.Popen(
@@ -70,11 +71,11 @@ class EngineProcess(StreamTable):
 
     def slots_in_use(self) -> int:
         """Asks the child how many requests hold a slot now."""
-        done = self.status["done"] = threading.Event()
         self._send(("status",))
-        if not done.wait(30):
-            raise RuntimeError("the engine process did not answer")
-        return self.status["slots"]
+        try:
+            return self.slot_counts.get(timeout=30)
+        except queue.Empty:
+            raise RuntimeError("the engine process did not answer") from None
 
     def shutdown(self) -> None:
         self.end_all("cancelled")
@@ -103,8 +104,7 @@ class EngineProcess(StreamTable):
                 self.end_all("error", "the engine process exited")
                 return
             if isinstance(message, tuple):  # ("slots", n): the answer to slots_in_use
-                self.status["slots"] = message[1]
-                self.status["done"].set()
+                self.slot_counts.put(message[1])
             else:
                 self.deliver(message)
 
