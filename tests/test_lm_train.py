@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from transformers import AutoModelForCausalLM
 
+from gepard.lm.alignment import AlignmentConfig
 from gepard.lm.layout import Repetition
 from gepard.lm.model import LMConfig
 from gepard.lm.speech_lm import SpeechLM
@@ -34,7 +35,8 @@ def tiny_config(run_dir: Path, shards: Path, steps: int) -> LMTrainConfig:
         levels=LEVELS, checkpoint_every=5, threads=1,
         lm=LMConfig(hidden_size=32, layers=2, heads=2, kv_heads=1, head_dim=16, intermediate_size=64,
                     max_positions=512),
-        voice=VoiceConfig(dim=16, heads=2, blocks=1, prefix_len=4), repetition=Repetition())
+        voice=VoiceConfig(dim=16, heads=2, blocks=1, prefix_len=4), repetition=Repetition(),
+        alignment=AlignmentConfig(layer=1, heads=1))
 
 
 def test_training_learns_resumes_and_exports_a_stock_checkpoint(tmp_path):

@@ -310,6 +310,33 @@ def eval_lm_cmd(
     typer.echo(out.read_text())
 
 
+@eval_app.command("alignment")
+@user_errors
+def eval_alignment_cmd(
+    ctx: typer.Context,
+    models: list[Path] = typer.Option(None, "--model", help="Speech LM folders to compare (default: the shipped "
+                                      "models/lm); repeat the flag for several."),
+    codec: Path = CODEC_OPTION,
+    limit: int = typer.Option(24, help="Held-out sentences per model."),
+    threads: int = typer.Option(2, help="CPU threads."),
+    out: Path = typer.Option(Path("docs/results/alignment.md"), help="Report path (.json and .png beside it)."),
+):
+    """Does the LM read its text? Per layer and head, how its audio frames attend to the text."""
+    import torch
+
+    from gepard.codec.files import load_codec
+    from gepard.eval.alignment_report import evaluate_alignment, write_alignment_report
+    from gepard.lm.speech_lm import SpeechLM
+    from gepard.paths import lm_dir
+
+    torch.set_num_threads(threads)
+    folders = [lm_dir(f) for f in models] if models else [lm_dir()]
+    results = evaluate_alignment({os.path.relpath(f): SpeechLM.from_pretrained(f) for f in folders},
+                                 load_codec(codec), limit)
+    write_alignment_report(results, invocation(ctx), out)
+    typer.echo(out.read_text())
+
+
 @eval_app.command("probes")
 @user_errors
 def eval_probes_cmd(
@@ -439,9 +466,13 @@ def train_lm_cmd(
     layers: int = typer.Option(6, help="LM transformer layers."),
     lr: float = typer.Option(2e-3, help="Peak learning rate."),
     threads: int = typer.Option(2, help="CPU threads per process."),
+    align_weight: float = typer.Option(1.0, help="Weight of the guided-alignment loss (0: off)."),
+    align_layer: int = typer.Option(2, help="The layer whose first heads learn to read the text."),
+    align_heads: int = typer.Option(2, help="How many of that layer's query heads are guided."),
     export: str = typer.Option("", help="Also save the trained model here as a release (bf16)."),
 ):
     """Train the speech LM (under `torchrun --nproc_per_node N` it trains data-parallel)."""
+    from gepard.lm.alignment import AlignmentConfig
     from gepard.lm.model import LMConfig
     from gepard.lm.train import LMTrainConfig, train_lm
 
@@ -449,7 +480,8 @@ def train_lm_cmd(
     lm = LMConfig(hidden_size=hidden, layers=layers, heads=heads, kv_heads=max(1, heads // 2),
                   intermediate_size=3 * hidden)
     model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_frames=batch_frames,
-                                   lr=lr, threads=threads, lm=lm))
+                                   lr=lr, threads=threads, lm=lm,
+                                   alignment=AlignmentConfig(align_weight, align_layer, align_heads)))
     if export and int(os.environ.get("RANK", "0")) == 0:
         model.save_pretrained(export)
         typer.echo(f"saved {export}")

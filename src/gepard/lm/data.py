@@ -12,7 +12,7 @@ import torch
 from tokenizers import Tokenizer
 
 from gepard.data.prepare import read_shards
-from gepard.lm.layout import Repetition, Vocab, pad_sequences, training_sequence
+from gepard.lm.layout import Repetition, Vocab, pad_sequences, training_sequence, voiced_span
 from gepard.lm.tokenizer import encode_text
 
 
@@ -67,12 +67,14 @@ class LMDataset:
         return codes[start: start + n]
 
     def batch(self, indices: list[int], rng: random.Random, null_prob: float = 0.15) -> dict[str, torch.Tensor]:
-        """Right-padded tensors: ids/labels (B, L), ref_codes (B, R), ref_lengths (B,), use_null (B,)."""
-        seqs, refs = [], []
+        """Right-padded tensors: ids/labels (B, L), ref_codes (B, R), ref_lengths (B,), use_null (B,), and
+        spans (B, 4) of the voiced text and the audio in ids (`voiced_span`)."""
+        seqs, refs, spans = [], [], []
         for i in indices:
             u = self.items[i]
-            seqs.append(training_sequence(u.text_ids, u.codes.tolist(), self.vocab,
-                                          self.repetition.training_copies(len(u.text_ids), rng)))
+            copies = self.repetition.training_copies(len(u.text_ids), rng)
+            seqs.append(training_sequence(u.text_ids, u.codes.tolist(), self.vocab, copies))
+            spans.append(voiced_span(len(u.text_ids), copies, len(u.codes)))
             refs.append(self.reference(i, rng))
         ref_codes = torch.zeros((len(seqs), max(len(r) for r in refs)), dtype=torch.long)
         for b, ref in enumerate(refs):
@@ -81,4 +83,5 @@ class LMDataset:
             **pad_sequences(seqs, self.vocab),
             "ref_codes": ref_codes, "ref_lengths": torch.tensor([len(r) for r in refs]),
             "use_null": torch.tensor([rng.random() < null_prob for _ in indices]),
+            "spans": torch.tensor(spans),
         }

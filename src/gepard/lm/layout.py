@@ -72,6 +72,12 @@ def prompt_tokens(text_ids: list[int], vocab: Vocab, copies: int) -> list[int]:
     return block * copies + [vocab.special("<sos>")]
 
 
+def voiced_span(n_text_tokens: int, copies: int, n_frames: int) -> tuple[int, int, int, int]:
+    """Where the voiced text copy and the audio sit in the ids of `prompt_tokens` + audio: (text start,
+    text length, position of <sos> (the input that predicts the first frame), frames)."""
+    return (copies - 1) * (n_text_tokens + 2) + 1, n_text_tokens, copies * (n_text_tokens + 2), n_frames
+
+
 def training_sequence(text_ids: list[int], codes: list[int], vocab: Vocab, copies: int,
                       stopped: bool = True) -> tuple[list[int], list[int]]:
     """(input ids, labels) for teacher forcing; labels are the next token, IGNORE outside audio and <eos>.

@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
+from gepard.lm.alignment import AlignmentConfig, AttentionTap, alignment_loss
 from gepard.lm.data import LMDataset
 from gepard.lm.layout import Repetition
 from gepard.lm.model import LMConfig, build_lm, init_audio_embeddings
@@ -42,6 +43,7 @@ class LMTrainConfig:
     lm: LMConfig = field(default_factory=LMConfig)
     voice: VoiceConfig = field(default_factory=VoiceConfig)
     repetition: Repetition = field(default_factory=Repetition)
+    alignment: AlignmentConfig = field(default_factory=AlignmentConfig)
 
 
 def lr_at(step: int, cfg: LMTrainConfig) -> float:
@@ -98,6 +100,11 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         run.mkdir(parents=True, exist_ok=True)
         (run / "train_config.json").write_text(json.dumps(asdict(cfg), indent=2))
         log = open(run / "log.jsonl", "a")
+    align = cfg.alignment
+    if align.weight > 0 and not (0 <= align.layer < model.lm.config.num_hidden_layers
+                                 and 0 < align.heads <= model.lm.config.num_attention_heads):
+        raise ValueError(f"alignment layer {align.layer} / heads {align.heads} do not exist in this LM")
+    tap = AttentionTap(model.lm.model.layers[align.layer].self_attn) if align.weight > 0 else None
     bar = tqdm(total=cfg.steps, initial=step, desc="lm", unit="step", disable=rank != 0)
     t0 = time.time() - elapsed
     while step < cfg.steps:
@@ -106,16 +113,17 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         batch = {k: v.to(device) for k, v in data.batch(data.sample(cfg.batch_frames, rng), rng,
                                                           cfg.null_prob).items()}
         with torch.autocast(device.type, dtype=torch.bfloat16):
-            loss = wrapped(batch)  # through DDP's forward when distributed, so gradients are all-reduced
+            ce = wrapped(batch)  # through DDP's forward when distributed, so gradients are all-reduced
+            guide = guided_alignment(tap, align, batch, model.voice.config.prefix_len) if tap else torch.zeros(())
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        (ce + align.weight * guide).backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).item()
         opt.step()
         step += 1
         bar.update(1)
-        bar.set_postfix(loss=f"{loss.item():.3f}")
+        bar.set_postfix(loss=f"{ce.item():.3f}", align=f"{guide.item():.3f}")
         if rank == 0:
-            log.write(json.dumps({"step": step, "loss": loss.item(), "grad_norm": grad_norm, "lr": lr_at(step, cfg),
+            log.write(json.dumps({"step": step, "loss": ce.item(), "alignment": guide.item(), "grad_norm": grad_norm, "lr": lr_at(step, cfg),
                                   "elapsed_s": time.time() - t0, "device": device.type,
                                   "processes": world}) + "\n")
             log.flush()
@@ -124,6 +132,14 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
                 plot_loss(run / "log.jsonl", run / "loss.png")
     bar.close()
     return model.eval()
+
+
+def guided_alignment(tap: AttentionTap, cfg: AlignmentConfig, batch: dict[str, torch.Tensor],
+                     prefix_len: int) -> torch.Tensor:
+    """The alignment loss of the forward just run (its spans shifted past the K prefix embeddings)."""
+    probs = tap.probabilities(cfg.heads, batch["lengths"] + prefix_len)
+    spans = batch["spans"] + torch.tensor([prefix_len, 0, prefix_len, 0], device=batch["spans"].device)
+    return alignment_loss(probs, spans, cfg.sigma)
 
 
 def save_checkpoint(model: SpeechLM, opt, step: int, elapsed: float, folder: Path) -> None:
