@@ -43,10 +43,11 @@ def test_training_learns_resumes_and_exports_a_stock_checkpoint(tmp_path):
     write_shards(tmp_path / "shards")
     cfg = tiny_config(tmp_path / "run", tmp_path / "shards", steps=5)
     train_lm(cfg)
-    cfg.steps = 30
+    cfg.steps, cfg.val_shards, cfg.val_every = 30, [str(tmp_path / "shards")], 10
     model = train_lm(cfg)
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == list(range(1, 31))
+    assert [r["step"] for r in log if "val_loss" in r] == [10, 20, 30] and log[-1]["val_loss"] > 0
     assert np.mean([r["loss"] for r in log[-5:]]) < np.mean([r["loss"] for r in log[:5]])
     assert (tmp_path / "run" / "loss.png").exists()
     model.save_pretrained(tmp_path / "export")

@@ -469,6 +469,9 @@ def train_lm_cmd(
     align_weight: float = typer.Option(1.0, help="Weight of the guided-alignment loss (0: off)."),
     align_layer: int = typer.Option(2, help="The layer whose first heads learn to read the text."),
     align_heads: int = typer.Option(2, help="How many of that layer's query heads are guided."),
+    dropout: float = typer.Option(0.1, help="Dropout on each layer's attention and MLP output (training only)."),
+    corrupt: float = typer.Option(0.1, help="Share of audio input tokens replaced by random codes (training only)."),
+    val_shards: list[str] = typer.Option([], help="Held-out token shards: their NLL is logged every 100 steps."),
     export: str = typer.Option("", help="Also save the trained model here as a release (bf16)."),
 ):
     """Train the speech LM (under `torchrun --nproc_per_node N` it trains data-parallel)."""
@@ -480,7 +483,8 @@ def train_lm_cmd(
     lm = LMConfig(hidden_size=hidden, layers=layers, heads=heads, kv_heads=max(1, heads // 2),
                   intermediate_size=3 * hidden)
     model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_frames=batch_frames,
-                                   lr=lr, threads=threads, lm=lm,
+                                   lr=lr, threads=threads, lm=lm, dropout=dropout, corrupt=corrupt,
+                                   val_shards=val_shards,
                                    alignment=AlignmentConfig(align_weight, align_layer, align_heads)))
     if export and int(os.environ.get("RANK", "0")) == 0:
         model.save_pretrained(export)

@@ -43,6 +43,15 @@ def text_attention(model: SpeechLM, text: str, codes: torch.Tensor, prefix: torc
     return torch.stack([p[:, k + sos: k + sos + frames, k + t0: k + t0 + n] for p in probs])
 
 
+@torch.inference_mode()
+def audio_nll(model: SpeechLM, text: str, codes: torch.Tensor, prefix: torch.Tensor) -> float:
+    """Teacher-forced mean NLL (nats) of the codes (J,) and <eos> after a (1, K, H) prefix and `text`."""
+    text_ids = encode_text(model.tokenizer, text)
+    ids, labels = training_sequence(text_ids, codes.tolist(), model.vocab, model.repetition.copies(len(text_ids)))
+    logprobs, _ = model.label_logprobs(prefix, torch.tensor([ids]), torch.tensor([labels]), torch.tensor([len(ids)]))
+    return -logprobs.mean().item()
+
+
 def reading_scores(attention: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """(layers, heads, frames, N) -> per head (layers, heads): the share of attention on the text, and the
     correlation of the text attention's centroid with time (1 = reads the text left to right)."""
@@ -55,18 +64,21 @@ def reading_scores(attention: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 
 
 def evaluate_alignment(models: dict[str, SpeechLM], codec: Codec, limit: int = 24) -> dict:
-    """Mean reading scores per model over the first `limit` held-out sentences with 20+ text tokens, each with
-    a reference from another utterance of its voice; plus each model's best head's map of the first one."""
+    """Mean reading scores per model over the first `limit` held-out sentences of 12+ words, each with a
+    reference from another utterance of its voice; each model's best head's map of the first one; and the
+    audio's NLL given its own text vs. the next sentence's text (equal NLLs: the text is not used)."""
     by = references_by_speaker(shared_split("teacher_test"))
     test = [u for u in shared_split("teacher_test") if len(u.text.split()) >= 12][:limit]
     results = {}
     for name, model in models.items():
-        shares, correlations, example = [], [], None
-        for u in tqdm(test, desc=f"alignment {name}", unit="utt"):
+        shares, correlations, example, nll_own, nll_other = [], [], None, [], []
+        for i, u in enumerate(tqdm(test, desc=f"alignment {name}", unit="utt")):
             audio = load_audio(u.audio)
             codes = codec.encode(torch.from_numpy(audio)[None])[0]
             prefix = prefix_from_audio(model, codec, load_audio(pick_reference(u, by).audio), u.id)[None]
             attention = text_attention(model, u.text, codes, prefix)
+            nll_own.append(audio_nll(model, u.text, codes, prefix))
+            nll_other.append(audio_nll(model, test[(i + 1) % len(test)].text, codes, prefix))
             share, correlation = reading_scores(attention)
             shares.append(share), correlations.append(correlation)
             example = attention if example is None else example
@@ -74,7 +86,8 @@ def evaluate_alignment(models: dict[str, SpeechLM], codec: Codec, limit: int = 2
         best = np.unravel_index(np.argmax(correlation), correlation.shape)
         results[name] = {"text_share": share.tolist(), "correlation": correlation.tolist(),
                          "best_head": [int(best[0]), int(best[1])], "example": example[best].numpy().tolist(),
-                         "example_text": test[0].text}
+                         "example_text": test[0].text, "nll_own_text": float(np.mean(nll_own)),
+                         "nll_other_text": float(np.mean(nll_other))}
     return {"models": results, "utterances": len(test), "machine": describe_machine(),
             "date": datetime.date.today().isoformat()}
 
@@ -101,8 +114,11 @@ def write_alignment_report(r: dict, command: str, out: Path) -> None:
                   "|---" * (share.shape[1] + 1) + "|"]
         lines += [f"| {i} | " + " | ".join(f"{s:.2f} / {c:+.2f}" for s, c in zip(share[i], correlation[i])) + " |"
                   for i in range(share.shape[0])]
-        lines += ["", f"Best head: layer {layer}, head {head} (correlation {correlation[layer, head]:+.2f}).", ""]
-        ax.imshow(np.array(m["example"]).T, origin="lower", aspect="auto", cmap="viridis")
+        lines += ["", f"Best head: layer {layer}, head {head} (correlation {correlation[layer, head]:+.2f}). "
+                  f"Audio NLL given its own text {m['nll_own_text']:.3f}, given another sentence's text "
+                  f"{m['nll_other_text']:.3f} nats per frame (the gap is what the text tells the model).", ""]
+        example = np.array(m["example"]).T
+        ax.imshow(example, origin="lower", aspect="auto", cmap="viridis", vmax=np.quantile(example, 0.995))
         ax.set_title(f"{name}: layer {layer} head {head}", fontsize=9)
         ax.set_xlabel("audio frame"), ax.set_ylabel("text token")
     lines += ["Cells: text share / correlation.", "",

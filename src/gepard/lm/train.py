@@ -19,6 +19,7 @@ from gepard.lm.alignment import AlignmentConfig, AttentionTap, alignment_loss
 from gepard.lm.data import LMDataset
 from gepard.lm.layout import Repetition
 from gepard.lm.model import LMConfig, build_lm, init_audio_embeddings
+from gepard.lm.regularize import corrupt_audio_inputs, residual_dropout
 from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.tokenizer import train_tokenizer, vocab_for
 from gepard.lm.voice import ReferenceCompressor, VoiceConfig
@@ -38,6 +39,10 @@ class LMTrainConfig:
     codec_frame_rate: float = 25.0
     levels: list[int] = field(default_factory=lambda: [8, 8, 8, 5, 5, 5])
     checkpoint_every: int = 100
+    dropout: float = 0.1  # on each layer's attention and MLP output, training only
+    corrupt: float = 0.1  # share of audio input tokens replaced by random codes, training only
+    val_shards: list[str] = field(default_factory=list)  # held-out token shards for the validation NLL
+    val_every: int = 100
     threads: int = 2
     seed: int = 0
     lm: LMConfig = field(default_factory=LMConfig)
@@ -89,6 +94,8 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         model, state = build(cfg, texts), None
     model.to(device)
     data = LMDataset(cfg.shards, model.tokenizer, model.vocab, model.repetition)
+    val = LMDataset(cfg.val_shards, model.tokenizer, model.vocab, model.repetition) if cfg.val_shards else None
+    residual_dropout(model.lm, cfg.dropout)
     wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
     step, elapsed = 0, 0.0
@@ -96,6 +103,7 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         opt.load_state_dict(state["optimizer"])
         step, elapsed = state["step"], state["elapsed_s"]
     rng = random.Random(cfg.seed * 1000 + rank + step * 7919)
+    noise = torch.Generator().manual_seed(cfg.seed * 1000 + rank + step * 7919)
     if rank == 0:
         run.mkdir(parents=True, exist_ok=True)
         (run / "train_config.json").write_text(json.dumps(asdict(cfg), indent=2))
@@ -110,8 +118,9 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
     while step < cfg.steps:
         for g in opt.param_groups:
             g["lr"] = lr_at(step, cfg)
-        batch = {k: v.to(device) for k, v in data.batch(data.sample(cfg.batch_frames, rng), rng,
-                                                          cfg.null_prob).items()}
+        batch = data.batch(data.sample(cfg.batch_frames, rng), rng, cfg.null_prob)
+        batch["ids"] = corrupt_audio_inputs(batch["ids"], model.vocab, cfg.corrupt, noise)
+        batch = {k: v.to(device) for k, v in batch.items()}
         with torch.autocast(device.type, dtype=torch.bfloat16):
             ce = wrapped(batch)  # through DDP's forward when distributed, so gradients are all-reduced
             guide = guided_alignment(tap, align, batch, model.voice.config.prefix_len) if tap else torch.zeros(())
@@ -123,15 +132,36 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         bar.update(1)
         bar.set_postfix(loss=f"{ce.item():.3f}", align=f"{guide.item():.3f}")
         if rank == 0:
-            log.write(json.dumps({"step": step, "loss": ce.item(), "alignment": guide.item(), "grad_norm": grad_norm, "lr": lr_at(step, cfg),
-                                  "elapsed_s": time.time() - t0, "device": device.type,
-                                  "processes": world}) + "\n")
+            row = {"step": step, "loss": ce.item(), "alignment": guide.item(), "grad_norm": grad_norm,
+                   "lr": lr_at(step, cfg), "elapsed_s": time.time() - t0, "device": device.type, "processes": world}
+            if val and (step % cfg.val_every == 0 or step == cfg.steps):
+                row["val_loss"] = validation_nll(model, val, cfg.batch_frames, device)
+            log.write(json.dumps(row) + "\n")
             log.flush()
             if step % cfg.checkpoint_every == 0 or step == cfg.steps:
                 save_checkpoint(model, opt, step, time.time() - t0, ckpt_dir)
                 plot_loss(run / "log.jsonl", run / "loss.png")
     bar.close()
     return model.eval()
+
+
+@torch.no_grad()
+def validation_nll(model: SpeechLM, val: LMDataset, batch_frames: int, device: torch.device) -> float:
+    """Mean NLL per labelled token over every held-out utterance (fixed references, model's own layout)."""
+    model.eval()
+    rng, total, count = random.Random(0), 0.0, 0
+    order, start = val.by_length, 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and len(val.items[order[end]].codes) * (end + 1 - start) <= batch_frames:
+            end += 1
+        batch = {k: v.to(device) for k, v in val.batch(order[start:end], rng, 0.0).items()}
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            logprobs, _ = model.label_logprobs(model.prefix(batch["ref_codes"], batch["ref_lengths"]), batch["ids"],
+                                               batch["labels"], batch["lengths"])
+        total, count, start = total - logprobs.sum().item(), count + len(logprobs), end
+    model.train()
+    return total / count
 
 
 def guided_alignment(tap: AttentionTap, cfg: AlignmentConfig, batch: dict[str, torch.Tensor],
@@ -163,7 +193,11 @@ def plot_loss(log_path: Path, out: Path) -> None:
 
     rows = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot([r["step"] for r in rows], [r["loss"] for r in rows], lw=0.8)
+    ax.plot([r["step"] for r in rows], [r["loss"] for r in rows], lw=0.8, label="training batches")
+    val = [r for r in rows if "val_loss" in r]
+    if val:
+        ax.plot([r["step"] for r in val], [r["val_loss"] for r in val], "o-", ms=3, label="held-out sentences")
+        ax.legend()
     ax.set_xlabel("step"), ax.set_ylabel("cross-entropy (audio tokens)"), ax.set_title("speech LM training")
     fig.tight_layout()
     fig.savefig(out, dpi=100)
