@@ -318,6 +318,7 @@ def eval_alignment_cmd(
                                       "models/lm); repeat the flag for several."),
     codec: Path = CODEC_OPTION,
     limit: int = typer.Option(24, help="Held-out sentences per model."),
+    train_shards: Path = typer.Option(Path("shards/train"), help="Training shards, for the unigram NLL baseline."),
     threads: int = typer.Option(2, help="CPU threads."),
     out: Path = typer.Option(Path("docs/results/alignment.md"), help="Report path (.json and .png beside it)."),
 ):
@@ -332,7 +333,7 @@ def eval_alignment_cmd(
     torch.set_num_threads(threads)
     folders = [lm_dir(f) for f in models] if models else [lm_dir()]
     results = evaluate_alignment({os.path.relpath(f): SpeechLM.from_pretrained(f) for f in folders},
-                                 load_codec(codec), limit)
+                                 load_codec(codec), limit, train_shards)
     write_alignment_report(results, invocation(ctx), out)
     typer.echo(out.read_text())
 

@@ -14,6 +14,7 @@ from tqdm import tqdm
 from gepard.audio import load_audio
 from gepard.codec.model import Codec
 from gepard.data.manifests import shared_split
+from gepard.data.prepare import read_shards
 from gepard.eval.lm_report import pick_reference, references_by_speaker
 from gepard.eval.machine import describe_machine
 from gepard.lm.alignment import AttentionTap
@@ -63,22 +64,36 @@ def reading_scores(attention: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     return share.mean(-1).numpy(), correlation.numpy()
 
 
-def evaluate_alignment(models: dict[str, SpeechLM], codec: Codec, limit: int = 24) -> dict:
+def unigram_nll(train_shards: str | Path, codebook_size: int, codes: list[torch.Tensor]) -> float | None:
+    """NLL (nats per frame) of the `codes` (J,) under the training shards' code frequencies (add-1/2): what
+    a model that uses neither the text nor the audio so far would reach. None without the shards."""
+    if not Path(train_shards).is_dir():
+        return None
+    counts = np.full(codebook_size, 0.5)
+    for _, text, _, train_codes in read_shards(train_shards):
+        if text.strip():
+            counts += np.bincount(train_codes, minlength=codebook_size)
+    held_out = torch.cat(codes).numpy()
+    return float(-np.log(counts[held_out] / counts.sum()).mean())
+
+
+def evaluate_alignment(models: dict[str, SpeechLM], codec: Codec, limit: int = 24,
+                       train_shards: str | Path = "shards/train") -> dict:
     """Mean reading scores per model over the first `limit` held-out sentences of 12+ words, each with a
-    reference from another utterance of its voice; each model's best head's map of the first one; and the
-    audio's NLL given its own text vs. the next sentence's text (equal NLLs: the text is not used)."""
+    reference from another utterance of its voice; each model's best head's map of the first one; the
+    audio's NLL given its own text vs. the next sentence's text (equal NLLs: the text is not used); and the
+    unigram NLL of the same codes for scale."""
     by = references_by_speaker(shared_split("teacher_test"))
     test = [u for u in shared_split("teacher_test") if len(u.text.split()) >= 12][:limit]
+    codes = [codec.encode(torch.from_numpy(load_audio(u.audio))[None])[0] for u in tqdm(test, desc="encode")]
     results = {}
     for name, model in models.items():
         shares, correlations, example, nll_own, nll_other = [], [], None, [], []
         for i, u in enumerate(tqdm(test, desc=f"alignment {name}", unit="utt")):
-            audio = load_audio(u.audio)
-            codes = codec.encode(torch.from_numpy(audio)[None])[0]
             prefix = prefix_from_audio(model, codec, load_audio(pick_reference(u, by).audio), u.id)[None]
-            attention = text_attention(model, u.text, codes, prefix)
-            nll_own.append(audio_nll(model, u.text, codes, prefix))
-            nll_other.append(audio_nll(model, test[(i + 1) % len(test)].text, codes, prefix))
+            attention = text_attention(model, u.text, codes[i], prefix)
+            nll_own.append(audio_nll(model, u.text, codes[i], prefix))
+            nll_other.append(audio_nll(model, test[(i + 1) % len(test)].text, codes[i], prefix))
             share, correlation = reading_scores(attention)
             shares.append(share), correlations.append(correlation)
             example = attention if example is None else example
@@ -89,6 +104,7 @@ def evaluate_alignment(models: dict[str, SpeechLM], codec: Codec, limit: int = 2
                          "example_text": test[0].text, "nll_own_text": float(np.mean(nll_own)),
                          "nll_other_text": float(np.mean(nll_other))}
     return {"models": results, "utterances": len(test), "machine": describe_machine(),
+            "unigram_nll": unigram_nll(train_shards, codec.fsq.codebook_size, codes),
             "date": datetime.date.today().isoformat()}
 
 
@@ -121,6 +137,9 @@ def write_alignment_report(r: dict, command: str, out: Path) -> None:
         ax.imshow(example, origin="lower", aspect="auto", cmap="viridis", vmax=np.quantile(example, 0.995))
         ax.set_title(f"{name}: layer {layer} head {head}", fontsize=9)
         ax.set_xlabel("audio frame"), ax.set_ylabel("text token")
+    if r.get("unigram_nll") is not None:
+        lines += [f"For scale: the same codes cost {r['unigram_nll']:.3f} nats per frame under the training "
+                  "codes' frequencies alone (no text, no history).", ""]
     lines += ["Cells: text share / correlation.", "",
               f"![best head's attention on: {next(iter(models.values()))['example_text']}]({out.stem}.png)", ""]
     fig.tight_layout()
