@@ -473,6 +473,8 @@ def train_lm_cmd(
     dropout: float = typer.Option(0.1, help="Dropout on each layer's attention and MLP output (training only)."),
     corrupt: float = typer.Option(0.1, help="Share of audio input tokens replaced by random codes (training only)."),
     val_shards: list[str] = typer.Option([], help="Held-out token shards: their NLL is logged every 100 steps."),
+    text_vocab: int = typer.Option(512, help="Text tokens (byte-level BPE; 256 is one token per byte)."),
+    init: str = typer.Option("", help="Start a new run from this model's weights (the tokenizer may differ)."),
     export: str = typer.Option("", help="Also save the trained model here as a release (bf16)."),
 ):
     """Train the speech LM (under `torchrun --nproc_per_node N` it trains data-parallel)."""
@@ -485,7 +487,7 @@ def train_lm_cmd(
                   intermediate_size=3 * hidden)
     model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_frames=batch_frames,
                                    lr=lr, threads=threads, lm=lm, dropout=dropout, corrupt=corrupt,
-                                   val_shards=val_shards,
+                                   val_shards=val_shards, text_vocab=text_vocab, init=init,
                                    alignment=AlignmentConfig(align_weight, align_layer, align_heads)))
     if export and int(os.environ.get("RANK", "0")) == 0:
         model.save_pretrained(export)

@@ -22,12 +22,14 @@ from gepard.lm.model import LMConfig, build_lm, init_audio_embeddings
 from gepard.lm.regularize import corrupt_audio_inputs, residual_dropout
 from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.tokenizer import train_tokenizer, vocab_for
+from gepard.lm.transplant import transplant
 from gepard.lm.voice import ReferenceCompressor, VoiceConfig
 
 
 @dataclass
 class LMTrainConfig:
     run_dir: str = "runs/lm"
+    init: str = ""  # a model folder to start from (its tokenizer may differ: see lm/transplant.py)
     shards: list[str] = field(default_factory=lambda: ["shards/train"])
     steps: int = 3000
     batch_frames: int = 2048  # audio frames per batch and process, padding included
@@ -92,6 +94,9 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
 
         texts = [t for folder in cfg.shards for _, t, _, _ in read_shards(folder) if t.strip()]
         model, state = build(cfg, texts), None
+        if cfg.init:
+            shared = transplant(SpeechLM.from_pretrained(cfg.init), model)
+            print(f"started from {cfg.init} ({shared} of {model.vocab.text_size} text tokens shared)")
     model.to(device)
     data = LMDataset(cfg.shards, model.tokenizer, model.vocab, model.repetition)
     val = LMDataset(cfg.val_shards, model.tokenizer, model.vocab, model.repetition) if cfg.val_shards else None
