@@ -21,7 +21,6 @@ from gepard.lm.alignment import AttentionTap
 from gepard.lm.layout import training_sequence, voiced_span
 from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.tokenizer import encode_text
-from gepard.lm.voices import prefix_from_audio
 
 
 @torch.inference_mode()
@@ -77,23 +76,49 @@ def unigram_nll(train_shards: str | Path, codebook_size: int, codes: list[torch.
     return float(-np.log(counts[held_out] / counts.sum()).mean())
 
 
-def evaluate_alignment(models: dict[str, SpeechLM], codec: Codec, limit: int = 24,
-                       train_shards: str | Path = "shards/train") -> dict:
-    """Mean reading scores per model over the first `limit` held-out sentences of 12+ words, each with a
-    reference from another utterance of its voice; each model's best head's map of the first one; the
-    audio's NLL given its own text vs. the next sentence's text (equal NLLs: the text is not used); and the
-    unigram NLL of the same codes for scale."""
+Sample = tuple[str, torch.Tensor, torch.Tensor]  # text, its codes (J,), a reference clip's codes (R,)
+
+
+def held_out_samples(codec: Codec, limit: int) -> list[Sample]:
+    """The first `limit` held-out sentences of 12+ words, each with another utterance of its voice."""
     by = references_by_speaker(shared_split("teacher_test"))
     test = [u for u in shared_split("teacher_test") if len(u.text.split()) >= 12][:limit]
-    codes = [codec.encode(torch.from_numpy(load_audio(u.audio))[None])[0] for u in tqdm(test, desc="encode")]
+    encode = lambda path: codec.encode(torch.from_numpy(load_audio(path))[None])[0]  # noqa: E731
+    return [(u.text, encode(u.audio), encode(pick_reference(u, by).audio)) for u in tqdm(test, desc="encode")]
+
+
+def training_samples(train_shards: str | Path, limit: int) -> list[Sample]:
+    """`limit` training utterances of 12+ words spread over the shards, each with another of its speaker."""
+    rows = [(t, s, c) for _, t, s, c in read_shards(train_shards) if len(t.split()) >= 12]
+    picked = rows[:: max(1, len(rows) // limit)][:limit]
+    reference = lambda t, s: next(c for t2, s2, c in rows if s2 == s and t2 != t)  # noqa: E731
+    return [(t, torch.from_numpy(c), torch.from_numpy(reference(t, s))) for t, s, c in picked]
+
+
+def nll_own_and_other_text(model: SpeechLM, samples: list[Sample]) -> tuple[float, float]:
+    """Mean audio NLL given its own text, and given the next sample's text."""
+    own, other = [], []
+    for i, (text, codes, ref) in enumerate(samples):
+        prefix = model.prefix(ref[None])
+        own.append(audio_nll(model, text, codes, prefix))
+        other.append(audio_nll(model, samples[(i + 1) % len(samples)][0], codes, prefix))
+    return float(np.mean(own)), float(np.mean(other))
+
+
+@torch.inference_mode()
+def evaluate_alignment(models: dict[str, SpeechLM], codec: Codec, limit: int = 24,
+                       train_shards: str | Path = "shards/train") -> dict:
+    """Per model: mean reading scores over held-out sentences and its best head's map of the first one; the
+    audio's NLL given its own text vs. another sentence's text, on held-out and on training utterances
+    (a gap on training utterances only: the text serves to recall them, not to read); the unigram NLL of
+    the held-out codes for scale."""
+    held_out = held_out_samples(codec, limit)
+    training = training_samples(train_shards, limit) if Path(train_shards).is_dir() else []
     results = {}
     for name, model in models.items():
-        shares, correlations, example, nll_own, nll_other = [], [], None, [], []
-        for i, u in enumerate(tqdm(test, desc=f"alignment {name}", unit="utt")):
-            prefix = prefix_from_audio(model, codec, load_audio(pick_reference(u, by).audio), u.id)[None]
-            attention = text_attention(model, u.text, codes[i], prefix)
-            nll_own.append(audio_nll(model, u.text, codes[i], prefix))
-            nll_other.append(audio_nll(model, test[(i + 1) % len(test)].text, codes[i], prefix))
+        shares, correlations, example = [], [], None
+        for text, codes, ref in tqdm(held_out, desc=f"alignment {name}", unit="utt"):
+            attention = text_attention(model, text, codes, model.prefix(ref[None]))
             share, correlation = reading_scores(attention)
             shares.append(share), correlations.append(correlation)
             example = attention if example is None else example
@@ -101,11 +126,11 @@ def evaluate_alignment(models: dict[str, SpeechLM], codec: Codec, limit: int = 2
         best = np.unravel_index(np.argmax(correlation), correlation.shape)
         results[name] = {"text_share": share.tolist(), "correlation": correlation.tolist(),
                          "best_head": [int(best[0]), int(best[1])], "example": example[best].numpy().tolist(),
-                         "example_text": test[0].text, "nll_own_text": float(np.mean(nll_own)),
-                         "nll_other_text": float(np.mean(nll_other))}
-    return {"models": results, "utterances": len(test), "machine": describe_machine(),
-            "unigram_nll": unigram_nll(train_shards, codec.fsq.codebook_size, codes),
-            "date": datetime.date.today().isoformat()}
+                         "example_text": held_out[0][0], "held_out_nll": nll_own_and_other_text(model, held_out),
+                         "training_nll": nll_own_and_other_text(model, training) if training else None}
+    return {"models": results, "utterances": len(held_out), "training_utterances": len(training),
+            "unigram_nll": unigram_nll(train_shards, codec.fsq.codebook_size, [c for _, c, _ in held_out]),
+            "machine": describe_machine(), "date": datetime.date.today().isoformat()}
 
 
 def write_alignment_report(r: dict, command: str, out: Path) -> None:
@@ -116,8 +141,9 @@ def write_alignment_report(r: dict, command: str, out: Path) -> None:
 
     out.parent.mkdir(parents=True, exist_ok=True)
     lines = ["# Does the LM read its text?", "", f"Command: `{command}`", "",
-             f"Machine: {r['machine']}. Date: {r['date']}. {r['utterances']} held-out sentences (12+ words), "
-             "teacher-forced with their own codec codes, voice prefix from another utterance of the voice.", "",
+             f"Machine: {r['machine']}. Date: {r['date']}. {r['utterances']} held-out sentences and "
+             f"{r['training_utterances']} training utterances (12+ words each), teacher-forced with their own codec "
+             "codes, the voice prefix from another utterance of the same voice.", "",
              "Per layer and head: the share of the audio frames' attention on the voiced text, and the "
              "correlation of the text attention's centroid with time (1: the head reads the text left to right "
              "as the audio goes on; 0: it does not follow it).", ""]
@@ -130,15 +156,20 @@ def write_alignment_report(r: dict, command: str, out: Path) -> None:
                   "|---" * (share.shape[1] + 1) + "|"]
         lines += [f"| {i} | " + " | ".join(f"{s:.2f} / {c:+.2f}" for s, c in zip(share[i], correlation[i])) + " |"
                   for i in range(share.shape[0])]
-        lines += ["", f"Best head: layer {layer}, head {head} (correlation {correlation[layer, head]:+.2f}). "
-                  f"Audio NLL given its own text {m['nll_own_text']:.3f}, given another sentence's text "
-                  f"{m['nll_other_text']:.3f} nats per frame (the gap is what the text tells the model).", ""]
+        lines += ["", f"Best head: layer {layer}, head {head} (correlation {correlation[layer, head]:+.2f}).", "",
+                  "| audio NLL, nats per frame | given its own text | given another sentence's text | gap |",
+                  "|---|---|---|---|"]
+        for label, key in (("held-out sentences", "held_out_nll"), ("training utterances", "training_nll")):
+            if m[key]:
+                own, other = m[key]
+                lines.append(f"| {label} | {own:.3f} | {other:.3f} | {other - own:+.3f} |")
+        lines.append("")
         example = np.array(m["example"]).T
         ax.imshow(example, origin="lower", aspect="auto", cmap="viridis", vmax=np.quantile(example, 0.995))
         ax.set_title(f"{name}: layer {layer} head {head}", fontsize=9)
         ax.set_xlabel("audio frame"), ax.set_ylabel("text token")
     if r.get("unigram_nll") is not None:
-        lines += [f"For scale: the same codes cost {r['unigram_nll']:.3f} nats per frame under the training "
+        lines += [f"For scale: the held-out codes cost {r['unigram_nll']:.3f} nats per frame under the training "
                   "codes' frequencies alone (no text, no history).", ""]
     lines += ["Cells: text share / correlation.", "",
               f"![best head's attention on: {next(iter(models.values()))['example_text']}]({out.stem}.png)", ""]
