@@ -111,7 +111,9 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
     noise = torch.Generator().manual_seed(cfg.seed * 1000 + rank + step * 7919)
     if rank == 0:
         run.mkdir(parents=True, exist_ok=True)
-        (run / "train_config.json").write_text(json.dumps(asdict(cfg), indent=2))
+        paths = {"shards": [str(Path(f).resolve()) for f in cfg.shards],
+                 "val_shards": [str(Path(f).resolve()) for f in cfg.val_shards]}
+        (run / "train_config.json").write_text(json.dumps({**asdict(cfg), **paths}, indent=2))
         log = open(run / "log.jsonl", "a")
     align = cfg.alignment
     if align.weight > 0 and not (0 <= align.layer < model.lm.config.num_hidden_layers
