@@ -35,6 +35,8 @@ def invocation(ctx: typer.Context) -> str:
             value = ctx.params[param.name]
             if getattr(param, "is_flag", False):
                 parts.append(param.opts[0] if value else param.secondary_opts[0])
+            elif isinstance(value, (list, tuple)):  # a repeated option: the flag once per value
+                parts += [f"{param.opts[0]} {v}" for v in value]
             else:
                 parts.append(f"{param.opts[0]} {value}" if param.opts[0].startswith("-") else str(value))
     return " ".join(parts)
