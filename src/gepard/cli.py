@@ -320,7 +320,7 @@ def eval_alignment_cmd(
                                       "models/lm); repeat the flag for several."),
     codec: Path = CODEC_OPTION,
     limit: int = typer.Option(24, help="Held-out sentences per model."),
-    train_shards: Path = typer.Option(Path("shards/train"), help="Training shards, for the unigram NLL baseline."),
+    train_shards: Path = typer.Option(Path("shards/train"), help="Training shards: the text gap on training utterances and the unigram NLL."),
     threads: int = typer.Option(2, help="CPU threads."),
     out: Path = typer.Option(Path("docs/results/alignment.md"), help="Report path (.json and .png beside it)."),
 ):

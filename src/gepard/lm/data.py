@@ -58,6 +58,17 @@ class LMDataset:
             first -= 1
         return self.by_length[first:last]
 
+    def in_order(self, max_tokens: int) -> list[list[int]]:
+        """Every utterance once, in batches of length-order neighbours up to `max_tokens` padded frames."""
+        lengths, batches, first = self.sorted_lengths, [], 0
+        while first < len(lengths):
+            last = first + 1
+            while last < len(lengths) and lengths[last] * (last + 1 - first) <= max_tokens:
+                last += 1
+            batches.append(self.by_length[first:last])
+            first = last
+        return batches
+
     def reference(self, index: int, rng: random.Random) -> np.ndarray:
         """A crop of another utterance of the same speaker (the same one if the speaker has only one)."""
         pool = [j for j in self.by_speaker[self.items[index].speaker] if j != index] or [index]

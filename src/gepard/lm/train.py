@@ -157,16 +157,12 @@ def validation_nll(model: SpeechLM, val: LMDataset, batch_frames: int, device: t
     """Mean NLL per labelled token over every held-out utterance (fixed references, model's own layout)."""
     model.eval()
     rng, total, count = random.Random(0), 0.0, 0
-    order, start = val.by_length, 0
-    while start < len(order):
-        end = start + 1
-        while end < len(order) and len(val.items[order[end]].codes) * (end + 1 - start) <= batch_frames:
-            end += 1
-        batch = {k: v.to(device) for k, v in val.batch(order[start:end], rng, 0.0).items()}
+    for indices in val.in_order(batch_frames):
+        batch = {k: v.to(device) for k, v in val.batch(indices, rng, 0.0).items()}
         with torch.autocast(device.type, dtype=torch.bfloat16):
             logprobs, _ = model.label_logprobs(model.prefix(batch["ref_codes"], batch["ref_lengths"]), batch["ids"],
                                                batch["labels"], batch["lengths"])
-        total, count, start = total - logprobs.sum().item(), count + len(logprobs), end
+        total, count = total - logprobs.sum().item(), count + len(logprobs)
     model.train()
     return total / count
 

@@ -14,6 +14,7 @@ def transplant(src: SpeechLM, dst: SpeechLM) -> int:
     every text token both tokenizers share. -> the number of shared text tokens."""
     if src.vocab.codebook_size != dst.vocab.codebook_size:
         raise ValueError("the two models speak different codecs")
+
     def body(model: SpeechLM) -> dict[str, torch.Tensor]:
         return {k: v for k, v in model.lm.state_dict().items() if "embed_tokens" not in k and "lm_head" not in k}
 
