@@ -10,7 +10,6 @@ from conftest import tiny_speech_lm
 from gepard.eval.alignment_report import reading_scores, text_attention
 from gepard.lm.alignment import AttentionTap, alignment_loss, diagonal_prior
 from gepard.lm.layout import Vocab, training_sequence, voiced_span
-from gepard.lm.tokenizer import encode_text
 
 
 def test_tapped_attention_equals_the_models_eager_attention():
@@ -65,7 +64,7 @@ def test_text_attention_covers_every_layer_head_frame_and_token():
     model = tiny_speech_lm()
     codes = torch.tensor([1, 5, 7, 2, 9])
     attention = text_attention(model, "hello there", codes, model.voice.null(1))
-    n_text = len(encode_text(model.tokenizer, "hello there"))
+    n_text = len(model.encode_text("hello there"))
     assert attention.shape == (2, 2, 5, n_text)
     assert (attention.sum(-1) <= 1 + 1e-6).all() and (attention >= 0).all()
     assert not model.lm.model.layers[0].self_attn._forward_pre_hooks  # the taps are gone

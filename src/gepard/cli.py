@@ -225,6 +225,34 @@ def data_prepare(
     typer.echo(f"{len(utterances)} utterances -> {out}")
 
 
+@data_app.command("synthesize")
+@user_errors
+def data_synthesize(
+    out: Path = typer.Argument(..., help="Folder for the clips and manifest.jsonl; an interrupted run resumes."),
+    texts: Path = typer.Option(None, help="Sentences, one per line (default: the shared pool's training "
+                                          "sentences that no corpus voice speaks yet)."),
+    voices: str = typer.Option("all", help="Comma-separated corpus teacher voices, used in turn, or 'all'."),
+    limit: int = typer.Option(0, help="Speak only the first N sentences (0: all)."),
+    jobs: int = typer.Option(2, help="Worker processes."),
+):
+    """Speak more training sentences in the corpus's teacher voices (piper, Kokoro, flite + sox)."""
+    from gepard.data.synthesize import TEACHER_VOICES, synthesize, unspoken_sentences
+    from gepard.paths import shared_data_dir
+
+    if texts is None:
+        data = shared_data_dir()
+        if data is None:
+            raise FileNotFoundError("no --texts given and the shared corpus is not here (set GEPARD_DATA)")
+        sentences = unspoken_sentences(data)
+    else:
+        sentences = [line.strip() for line in texts.read_text(encoding="utf-8").splitlines() if line.strip()]
+    sentences = sentences[:limit] if limit else sentences
+    names = list(TEACHER_VOICES) if voices == "all" else [v.strip() for v in voices.split(",") if v.strip()]
+    manifest = synthesize(sentences, names, out, jobs)
+    typer.echo(f"{len(sentences)} sentences in {len(names)} voices -> {manifest}; "
+               f"next: gepard data prepare {manifest} shards/NAME")
+
+
 @codec_app.command("encode")
 @user_errors
 def codec_encode(src: Path, dst: Path, codec: Path = CODEC_OPTION):
@@ -476,11 +504,14 @@ def train_lm_cmd(
     corrupt: float = typer.Option(0.1, help="Share of audio input tokens replaced by random codes (training only)."),
     val_shards: list[str] = typer.Option([], help="Held-out token shards: their NLL is logged every 100 steps."),
     text_vocab: int = typer.Option(512, help="Text tokens (byte-level BPE; 256 is one token per byte)."),
+    text_front_end: str = typer.Option("text", help="What the tokenizer reads: 'text' as written, or 'ipa' "
+                                                    "(US English IPA from gruut; lm/frontend.py)."),
     init: str = typer.Option("", help="Start a new run from this model's weights (the tokenizer may differ)."),
     export: str = typer.Option("", help="Also save the trained model here as a release (bf16)."),
 ):
     """Train the speech LM (under `torchrun --nproc_per_node N` it trains data-parallel)."""
     from gepard.lm.alignment import AlignmentConfig
+    from gepard.lm.frontend import check_front_end
     from gepard.lm.model import LMConfig
     from gepard.lm.train import LMTrainConfig, train_lm
 
@@ -490,6 +521,7 @@ def train_lm_cmd(
     model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_frames=batch_frames,
                                    lr=lr, threads=threads, lm=lm, dropout=dropout, corrupt=corrupt,
                                    val_shards=val_shards, text_vocab=text_vocab, init=init,
+                                   text_front_end=check_front_end(text_front_end),
                                    alignment=AlignmentConfig(align_weight, align_layer, align_heads)))
     if export and int(os.environ.get("RANK", "0")) == 0:
         model.save_pretrained(export)

@@ -129,13 +129,12 @@ def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollou
 def pair_data(model, prompts: list[dict], pairs: list[tuple[Rollout, Rollout]], batch: int = 8) -> list[dict]:
     """Each pair's prefix, chosen/rejected sequences and their reference log-probs (the model as it is now)."""
     from gepard.lm.layout import training_sequence
-    from gepard.lm.tokenizer import encode_text
     from gepard.stream.normalize import normalize_for_speech
 
     data = []
     for chosen, rejected in pairs:
         p = prompts[chosen.prompt]
-        ids = encode_text(model.tokenizer, normalize_for_speech(p["text"]))
+        ids = model.encode_text(normalize_for_speech(p["text"]))
         copies = model.repetition.copies(len(ids))
         with torch.no_grad():
             prefix = model.prefix(torch.tensor([p["ref_codes"]]))[0]

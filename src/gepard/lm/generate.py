@@ -8,7 +8,6 @@ from gepard.engine.base import Request, SamplingParams
 from gepard.engine.sampling import sample_tokens
 from gepard.lm.layout import Repetition, prompt_tokens
 from gepard.lm.speech_lm import SpeechLM
-from gepard.lm.tokenizer import encode_text
 
 MAX_TEXT_TOKENS = 400  # longer texts are refused; streaming segmentation splits long input first
 
@@ -22,7 +21,7 @@ def text_prompt(model: SpeechLM, text: str, repetition: Repetition | None = None
     """Text -> (prompt token ids, text tokens); repetition defaults to the checkpoint's own (as trained)."""
     if not text or not text.strip():
         raise ValueError("the text is empty")
-    ids = encode_text(model.tokenizer, text.strip())
+    ids = model.encode_text(text.strip())
     if len(ids) > MAX_TEXT_TOKENS:
         raise ValueError(f"the text is {len(ids)} tokens long; the limit for one utterance is {MAX_TEXT_TOKENS}")
     return prompt_tokens(ids, model.vocab, (repetition or model.repetition).copies(len(ids))), len(ids)

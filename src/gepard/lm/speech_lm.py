@@ -1,7 +1,7 @@
 """SpeechLM: the stock LM + the reference compressor + the layout they were trained with, saved as one folder.
 
 Folder: config.json + model.safetensors (stock Qwen3, loadable by transformers and vLLM), tokenizer.json,
-compressor/model.safetensors + gepard.json (compressor, vocabulary layout, text repetition, codec facts),
+compressor/model.safetensors + gepard.json (compressor, vocabulary layout, text front end and repetition, codec facts),
 voices/. Only the stock LM's weights sit at the top level: vLLM loads every *.safetensors found there.
 """
 
@@ -20,8 +20,9 @@ from torch import nn
 from transformers import AutoModelForCausalLM
 from transformers.utils import logging as hf_logging
 
+from gepard.lm.frontend import check_front_end, to_units
 from gepard.lm.layout import IGNORE, Repetition, Vocab
-from gepard.lm.tokenizer import load_tokenizer, vocab_for
+from gepard.lm.tokenizer import encode_text, load_tokenizer, vocab_for
 from gepard.lm.voice import ReferenceCompressor, VoiceConfig
 
 
@@ -31,11 +32,16 @@ hf_logging.disable_progress_bar()  # loading a few-MB model needs no progress ba
 
 class SpeechLM(nn.Module):
     def __init__(self, lm, voice: ReferenceCompressor, tokenizer: Tokenizer, repetition: Repetition,
-                 codec_frame_rate: float):
+                 codec_frame_rate: float, text_front_end: str = "text"):
         super().__init__()
         self.lm, self.voice = lm, voice
         self.tokenizer, self.repetition, self.codec_frame_rate = tokenizer, repetition, codec_frame_rate
+        self.text_front_end = check_front_end(text_front_end)
         self.vocab: Vocab = vocab_for(tokenizer, voice.fsq.codebook_size)
+
+    def encode_text(self, text: str) -> list[int]:
+        """Text as the user wrote it -> text token ids, through the front end the model was trained with."""
+        return encode_text(self.tokenizer, to_units(text, self.text_front_end))
 
     def prefix(self, ref_codes: torch.Tensor, ref_lengths: torch.Tensor | None = None,
                use_null: torch.Tensor | None = None) -> torch.Tensor:
@@ -87,7 +93,8 @@ class SpeechLM(nn.Module):
         (path / COMPRESSOR).parent.mkdir(exist_ok=True)
         save_file({k: v.to(dtype).contiguous() for k, v in self.voice.state_dict().items()}, str(path / COMPRESSOR))
         meta = {"voice": asdict(self.voice.config), "repetition": asdict(self.repetition),
-                "vocab": asdict(self.vocab), "codec_frame_rate": self.codec_frame_rate}
+                "vocab": asdict(self.vocab), "codec_frame_rate": self.codec_frame_rate,
+                "text_front_end": self.text_front_end}
         (path / "gepard.json").write_text(json.dumps(meta, indent=2))
 
     @classmethod
@@ -98,7 +105,7 @@ class SpeechLM(nn.Module):
         voice.load_state_dict({k: v.to(dtype) for k, v in load_file(str(path / COMPRESSOR)).items()})
         lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         model = cls(lm, voice.to(dtype), load_tokenizer(path), Repetition(**meta["repetition"]),
-                    meta["codec_frame_rate"])
+                    meta["codec_frame_rate"], meta.get("text_front_end", "text"))
         if asdict(model.vocab) != meta["vocab"]:
             raise ValueError(f"{path}: tokenizer and gepard.json disagree on the vocabulary")
         return model.eval()

@@ -21,6 +21,7 @@ from gepard.lm.layout import Repetition
 from gepard.lm.model import LMConfig, build_lm, init_audio_embeddings
 from gepard.lm.regularize import corrupt_audio_inputs, residual_dropout
 from gepard.lm.speech_lm import SpeechLM
+from gepard.lm.frontend import to_units
 from gepard.lm.tokenizer import train_tokenizer, vocab_for
 from gepard.lm.transplant import transplant
 from gepard.lm.voice import ReferenceCompressor, VoiceConfig
@@ -38,6 +39,7 @@ class LMTrainConfig:
     weight_decay: float = 0.01
     null_prob: float = 0.15  # CFG-dropout to the null prefix
     text_vocab: int = 512
+    text_front_end: str = "text"  # "text" or "ipa" (lm/frontend.py)
     codec_frame_rate: float = 25.0
     levels: list[int] = field(default_factory=lambda: [8, 8, 8, 5, 5, 5])
     checkpoint_every: int = 100
@@ -62,13 +64,13 @@ def lr_at(step: int, cfg: LMTrainConfig) -> float:
 
 def build(cfg: LMTrainConfig, texts: list[str]) -> SpeechLM:
     """A fresh SpeechLM: tokenizer trained on `texts`, FSQ-structured audio embeddings."""
-    tokenizer = train_tokenizer(texts, cfg.text_vocab)
+    tokenizer = train_tokenizer([to_units(t, cfg.text_front_end) for t in texts], cfg.text_vocab)
     voice = ReferenceCompressor(VoiceConfig(**{**asdict(cfg.voice), "lm_hidden_size": cfg.lm.hidden_size,
                                                "levels": cfg.levels}))
     vocab = vocab_for(tokenizer, voice.fsq.codebook_size)
     lm = build_lm(cfg.lm, vocab)
     init_audio_embeddings(lm, vocab, cfg.levels, cfg.seed)
-    return SpeechLM(lm, voice, tokenizer, cfg.repetition, cfg.codec_frame_rate)
+    return SpeechLM(lm, voice, tokenizer, cfg.repetition, cfg.codec_frame_rate, cfg.text_front_end)
 
 
 def distributed() -> tuple[int, int]:
@@ -98,8 +100,8 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
             shared = transplant(SpeechLM.from_pretrained(cfg.init), model)
             print(f"started from {cfg.init} ({shared} of {model.vocab.text_size} text tokens shared)")
     model.to(device)
-    data = LMDataset(cfg.shards, model.tokenizer, model.vocab, model.repetition)
-    val = LMDataset(cfg.val_shards, model.tokenizer, model.vocab, model.repetition) if cfg.val_shards else None
+    data = LMDataset(cfg.shards, model.encode_text, model.vocab, model.repetition)
+    val = LMDataset(cfg.val_shards, model.encode_text, model.vocab, model.repetition) if cfg.val_shards else None
     residual_dropout(model.lm, cfg.dropout)
     wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)

@@ -1,0 +1,39 @@
+"""Text front ends: the string the LM's tokenizer reads, made from the text the user wrote.
+
+"text": the characters as written. "ipa": US English IPA from gruut (a lexicon plus a g2p model for
+unknown words, offline, MIT), numbers and dates spelled out, stress marks kept, punctuation kept after its
+word. A small model trained on a few hours of speech need not learn English spelling that way. The front
+end is stamped into the checkpoint (gepard.json), so inference replays what training saw.
+"""
+
+from __future__ import annotations
+
+import functools
+
+FRONT_ENDS = ("text", "ipa")
+
+
+def check_front_end(name: str) -> str:
+    if name not in FRONT_ENDS:
+        raise ValueError(f"unknown text front end {name!r}: use {' or '.join(FRONT_ENDS)}")
+    return name
+
+
+def to_units(text: str, front_end: str) -> str:
+    """`text` as the tokenizer of a model with this front end reads it."""
+    return ipa(text) if check_front_end(front_end) == "ipa" else text
+
+
+@functools.lru_cache(maxsize=65536)
+def ipa(text: str) -> str:
+    """'Hi, Alex!' -> 'hˈaɪ, ˈælɪks!': words as IPA separated by spaces, punctuation glued to its word."""
+    from gruut import sentences
+
+    out = []
+    for sentence in sentences(text, lang="en-us", pos=False):  # the POS tagger triples the time
+        for word in sentence:
+            if word.is_break and out:
+                out[-1] += word.text
+            elif word.phonemes and not word.is_break:
+                out.append("".join(word.phonemes))
+    return " ".join(out)
