@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from conftest import tiny_speech_lm
+from tests.conftest import tiny_speech_lm
 from gepard.eval.alignment_report import reading_scores, text_attention
 from gepard.lm.alignment import AttentionTap, alignment_loss, diagonal_prior
 from gepard.lm.layout import Vocab, training_sequence, voiced_span

@@ -2,7 +2,7 @@
 
 import torch
 
-from conftest import tiny_speech_lm
+from tests.conftest import tiny_speech_lm
 from gepard.lm.layout import Vocab
 from gepard.lm.regularize import corrupt_audio_inputs, residual_dropout
 

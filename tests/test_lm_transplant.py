@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import torch
 
-from conftest import tiny_speech_lm
+from tests.conftest import tiny_speech_lm
 from gepard.lm.layout import Repetition
 from gepard.lm.model import LMConfig
 from gepard.lm.train import LMTrainConfig, build
