@@ -503,6 +503,8 @@ def train_lm_cmd(
     dropout: float = typer.Option(0.1, help="Dropout on each layer's attention and MLP output (training only)."),
     corrupt: float = typer.Option(0.1, help="Share of audio input tokens replaced by random codes (training only)."),
     val_shards: list[str] = typer.Option([], help="Held-out token shards: their NLL is logged every 100 steps."),
+    supcon: float = typer.Option(0.0, help="Weight of the SupCon loss on voice prefixes (same speaker together)."),
+    diversity: float = typer.Option(0.0, help="Weight of the loss keeping a prefix's K vectors apart."),
     text_vocab: int = typer.Option(512, help="Text tokens (byte-level BPE; 256 is one token per byte)."),
     text_front_end: str = typer.Option("text", help="What the tokenizer reads: 'text' as written, or 'ipa' "
                                                     "(US English IPA from gruut; lm/frontend.py)."),
@@ -521,7 +523,8 @@ def train_lm_cmd(
     model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_frames=batch_frames,
                                    lr=lr, threads=threads, lm=lm, dropout=dropout, corrupt=corrupt,
                                    val_shards=val_shards, text_vocab=text_vocab, init=init,
-                                   text_front_end=check_front_end(text_front_end),
+                                   text_front_end=check_front_end(text_front_end), supcon=supcon,
+                                   diversity=diversity,
                                    alignment=AlignmentConfig(align_weight, align_layer, align_heads)))
     if export and int(os.environ.get("RANK", "0")) == 0:
         model.save_pretrained(export)

@@ -40,6 +40,7 @@ class LMDataset:
         self.by_speaker: dict[str, list[int]] = defaultdict(list)
         for i, u in enumerate(self.items):
             self.by_speaker[u.speaker].append(i)
+        self.speaker_ids = {s: n for n, s in enumerate(sorted(self.by_speaker))}
 
         self.by_length = sorted(range(len(self.items)), key=lambda i: len(self.items[i].codes))
         self.sorted_lengths = [len(self.items[i].codes) for i in self.by_length]
@@ -79,8 +80,8 @@ class LMDataset:
         return codes[start: start + n]
 
     def batch(self, indices: list[int], rng: random.Random, null_prob: float = 0.15) -> dict[str, torch.Tensor]:
-        """Right-padded tensors: ids/labels (B, L), ref_codes (B, R), ref_lengths (B,), use_null (B,), and
-        spans (B, 4) of the voiced text and the audio in ids (`voiced_span`)."""
+        """Right-padded tensors: ids/labels (B, L), ref_codes (B, R), ref_lengths (B,), use_null (B,),
+        speakers (B,) ids, and spans (B, 4) of the voiced text and the audio in ids (`voiced_span`)."""
         seqs, refs, spans = [], [], []
         for i in indices:
             u = self.items[i]
@@ -95,5 +96,6 @@ class LMDataset:
             **pad_sequences(seqs, self.vocab),
             "ref_codes": ref_codes, "ref_lengths": torch.tensor([len(r) for r in refs]),
             "use_null": torch.tensor([rng.random() < null_prob for _ in indices]),
+            "speakers": torch.tensor([self.speaker_ids[self.items[i].speaker] for i in indices]),
             "spans": torch.tensor(spans),
         }

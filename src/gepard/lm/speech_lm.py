@@ -69,10 +69,11 @@ class SpeechLM(nn.Module):
         logprobs = -F.cross_entropy(logits, labels[keep], reduction="none")
         return logprobs, keep.nonzero()[:, 0]
 
-    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Mean next-token cross-entropy over audio tokens and <eos> (batch from LMDataset.batch)."""
+    def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean next-token cross-entropy over audio tokens and <eos> (batch from LMDataset.batch), and the
+        (B, K, H) voice prefixes it used (for the prefix regularizers)."""
         prefix = self.prefix(batch["ref_codes"], batch["ref_lengths"], batch["use_null"])
-        return -self.label_logprobs(prefix, batch["ids"], batch["labels"], batch["lengths"])[0].mean()
+        return -self.label_logprobs(prefix, batch["ids"], batch["labels"], batch["lengths"])[0].mean(), prefix
 
     def sequence_logprobs(self, prefix: torch.Tensor, ids: torch.Tensor, labels: torch.Tensor,
                           lengths: torch.Tensor) -> torch.Tensor:
@@ -81,9 +82,6 @@ class SpeechLM(nn.Module):
         total = torch.zeros(len(ids), device=ids.device).index_add(0, rows, logprobs)
         count = torch.zeros(len(ids), device=ids.device).index_add(0, rows, torch.ones_like(logprobs))
         return total / count
-
-    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.loss(batch)
 
     def save_pretrained(self, path: str | Path, dtype: torch.dtype = torch.bfloat16) -> None:
         path = Path(path)

@@ -22,6 +22,7 @@ from gepard.lm.model import LMConfig, build_lm, init_audio_embeddings
 from gepard.lm.regularize import corrupt_audio_inputs, residual_dropout
 from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.frontend import to_units
+from gepard.lm.voice_regularize import diversity_loss, supcon_loss
 from gepard.lm.tokenizer import train_tokenizer, vocab_for
 from gepard.lm.transplant import transplant
 from gepard.lm.voice import ReferenceCompressor, VoiceConfig
@@ -45,6 +46,8 @@ class LMTrainConfig:
     checkpoint_every: int = 100
     dropout: float = 0.1  # on each layer's attention and MLP output, training only
     corrupt: float = 0.1  # share of audio input tokens replaced by random codes, training only
+    supcon: float = 0.0  # weight of the SupCon loss on voice prefixes (lm/voice_regularize.py)
+    diversity: float = 0.0  # weight of the prefix diversity loss
     val_shards: list[str] = field(default_factory=list)  # held-out token shards for the validation NLL
     val_every: int = 100
     threads: int = 2
@@ -131,10 +134,11 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         batch["ids"] = corrupt_audio_inputs(batch["ids"], model.vocab, cfg.corrupt, noise)
         batch = {k: v.to(device) for k, v in batch.items()}
         with torch.autocast(device.type, dtype=torch.bfloat16):
-            ce = wrapped(batch)  # through DDP's forward when distributed, so gradients are all-reduced
+            ce, prefix = wrapped(batch)  # through DDP's forward when distributed, so gradients are all-reduced
             guide = guided_alignment(tap, align, batch, model.voice.config.prefix_len) if tap else torch.zeros(())
+            voice_reg = voice_regularizers(cfg, prefix, batch)
         opt.zero_grad(set_to_none=True)
-        (ce + align.weight * guide).backward()
+        (ce + align.weight * guide + sum(voice_reg.values())).backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).item()
         opt.step()
         step += 1
@@ -142,6 +146,7 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         bar.set_postfix(loss=f"{ce.item():.3f}", align=f"{guide.item():.3f}")
         if rank == 0:
             row = {"step": step, "loss": ce.item(), "alignment": guide.item(), "grad_norm": grad_norm,
+                   **{name: value.item() for name, value in voice_reg.items()},
                    "lr": lr_at(step, cfg), "elapsed_s": time.time() - t0, "device": device.type, "processes": world}
             if val and (step % cfg.val_every == 0 or step == cfg.steps):
                 row["val_loss"] = validation_nll(model, val, cfg.batch_frames, device)
@@ -152,6 +157,17 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
                 plot_loss(run / "log.jsonl", run / "loss.png")
     bar.close()
     return model.eval()
+
+
+def voice_regularizers(cfg: LMTrainConfig, prefix: torch.Tensor, batch: dict[str, torch.Tensor]) -> dict:
+    """The weighted prefix regularizers that are on (name -> loss); rows given the null prefix take no part
+    in SupCon."""
+    out = {}
+    if cfg.supcon > 0:
+        out["supcon"] = cfg.supcon * supcon_loss(prefix, batch["speakers"], ~batch["use_null"])
+    if cfg.diversity > 0:
+        out["diversity"] = cfg.diversity * diversity_loss(prefix)
+    return out
 
 
 @torch.no_grad()
