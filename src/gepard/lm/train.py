@@ -67,7 +67,9 @@ def lr_at(step: int, cfg: LMTrainConfig) -> float:
 
 def build(cfg: LMTrainConfig, texts: list[str]) -> SpeechLM:
     """A fresh SpeechLM: tokenizer trained on `texts`, FSQ-structured audio embeddings."""
-    tokenizer = train_tokenizer([to_units(t, cfg.text_front_end) for t in texts], cfg.text_vocab)
+    units = [to_units(t, cfg.text_front_end) for t in tqdm(texts, desc=f"text front end ({cfg.text_front_end})",
+                                                           unit="utt", leave=False)]
+    tokenizer = train_tokenizer(units, cfg.text_vocab)
     voice = ReferenceCompressor(VoiceConfig(**{**asdict(cfg.voice), "lm_hidden_size": cfg.lm.hidden_size,
                                                "levels": cfg.levels}))
     vocab = vocab_for(tokenizer, voice.fsq.codebook_size)
