@@ -253,6 +253,25 @@ def data_synthesize(
                f"next: gepard data prepare {manifest} shards/NAME")
 
 
+@data_app.command("sentences")
+@user_errors
+def data_sentences(
+    out: Path = typer.Argument(..., help="Text file to write, one sentence per line."),
+    count: int = typer.Option(10000, help="How many sentences."),
+    seed: int = typer.Option(0, help="Random seed."),
+):
+    """New training sentences recombined from the shared pool's training text (never a held-out one)."""
+    from gepard.data.sentences import markov_sentences, pool_sentences
+    from gepard.paths import shared_data_dir
+
+    data = shared_data_dir()
+    if data is None:
+        raise FileNotFoundError("the shared corpus is not here (set GEPARD_DATA)")
+    training, held_out = pool_sentences(data)
+    out.write_text("\n".join(markov_sentences(training, count, held_out, seed)) + "\n", encoding="utf-8")
+    typer.echo(f"{count} sentences -> {out}; next: gepard data synthesize DIR --texts {out}")
+
+
 @codec_app.command("encode")
 @user_errors
 def codec_encode(src: Path, dst: Path, codec: Path = CODEC_OPTION):
