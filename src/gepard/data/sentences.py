@@ -19,7 +19,8 @@ START, END = "<s>", "</s>"
 
 def pool_sentences(data: Path) -> tuple[list[str], set[str]]:
     """(training sentences, held-out sentences: test and short register) of the shared pool."""
-    rows = [json.loads(line) for line in open(data / "text" / "pool.jsonl", encoding="utf-8") if line.strip()]
+    lines = (data / "text" / "pool.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
     return [r["text"] for r in rows if r["split"] == "train"], {r["text"] for r in rows if r["split"] != "train"}
 
 

@@ -24,6 +24,7 @@ import soxr
 from tqdm import tqdm
 
 from gepard.audio import save_audio
+from gepard.data.sentences import pool_sentences
 
 SAMPLE_RATE = 16000
 
@@ -55,8 +56,8 @@ def unspoken_sentences(data: Path) -> list[str]:
     """Training-split sentences of the shared pool that no manifest row speaks yet."""
     spoken = {json.loads(line)["text"] for name in ("teacher_train", "real")
               for line in open(data / "manifests" / f"{name}.jsonl", encoding="utf-8") if line.strip()}
-    pool = [json.loads(line) for line in open(data / "text" / "pool.jsonl", encoding="utf-8") if line.strip()]
-    return list(dict.fromkeys(p["text"] for p in pool if p["split"] == "train" and p["text"] not in spoken))
+    training, _ = pool_sentences(data)
+    return list(dict.fromkeys(t for t in training if t not in spoken))
 
 
 def synthesize(texts: list[str], voices: list[str], out: str | Path, jobs: int = 1) -> Path:
