@@ -4,7 +4,7 @@ Teacher-forced, the first release scores NLL 5.0 on its training utterances agai
 (docs/results/alignment.md). If it also spoke its training sentences intelligibly, the fix would be
 generalization (more text); if it babbles even there, generation does not follow the text at all.
 
-Usage: python scripts/training_sentence_wer.py OUT.md MODEL [MODEL ...] [--n 10] [--cfg 1.0]
+Usage: python scripts/training_sentence_wer.py OUT.md MODEL [MODEL ...] [--n 10] [--cfg 1.0] [--codec DIR]
 (needs the shared corpus). The N sentences are an even spread of the corpus's teacher training sentences
 of 8+ words; each voice reference is another training utterance of the same voice.
 """
@@ -33,6 +33,7 @@ def main() -> None:
     args.add_argument("models", nargs="+")
     args.add_argument("--n", type=int, default=10)
     args.add_argument("--cfg", type=float, default=1.0, help="two-pass text CFG scale on every frame")
+    args.add_argument("--codec", default=None, help="the codec the models were trained on (default: shipped)")
     a = args.parse_args()
     torch.set_num_threads(2)
     training = [u for u in shared_split("codec_train") if u.kind == "teacher"]
@@ -48,7 +49,7 @@ def main() -> None:
              f"temperature {sampling.temperature}, top-k {sampling.top_k}, top-p {sampling.top_p}, seed 0, "
              f"text CFG scale {a.cfg}."), ""]
     for model in a.models:
-        with TTS.load(model, engine="torch") as tts:
+        with TTS.load(model, a.codec, engine="torch") as tts:
             jobs = []
             for u in sentences:
                 ref = pick_reference(u, by)

@@ -24,6 +24,7 @@ def write_shards(folder: Path, n: int = 24) -> None:
     texts = ["yes", "no thanks", "see you at nine tomorrow", "okay", "the cat sat on the mat today"]
     codes = [rng.integers(0, 60, size=rng.integers(5, 30)).astype(np.uint16) for _ in range(n)]
     folder.mkdir(parents=True)
+    (folder / "codec.json").write_text(json.dumps({"fingerprint": "feedfacefeedface"}))
     np.savez(folder / "shard_00000.npz", codes=np.concatenate(codes), offsets=np.cumsum([0] + [len(c) for c in codes]),
              ids=np.array([f"u{i}" for i in range(n)]), texts=np.array([texts[i % 5] for i in range(n)]),
              speakers=np.array([f"s{i % 3}" for i in range(n)]))
@@ -53,6 +54,7 @@ def test_training_learns_resumes_and_exports_a_stock_checkpoint(tmp_path):
     model.save_pretrained(tmp_path / "export")
     again = SpeechLM.from_pretrained(tmp_path / "export")
     assert again.repetition == model.repetition and again.vocab == model.vocab
+    assert again.codec_fingerprint == "feedfacefeedface"  # the shards' codec, so TTS.load can check it
     assert type(AutoModelForCausalLM.from_pretrained(tmp_path / "export")).__name__ == "Qwen3ForCausalLM"
 
 

@@ -32,6 +32,7 @@ class TTS:
     def __init__(self, model: SpeechLM, codec: Codec, model_dir: Path, slots: int = 16,
                  engine: str | EngineProcess = "torch"):
         """engine: "torch", "vllm", or a torch EngineProcess already started for `model_dir`."""
+        check_codec(model, codec, model_dir)
         self.model, self.codec, self.model_dir = model, codec, model_dir
         if isinstance(engine, EngineProcess):
             self.engine, self.engine_name = engine, "torch"
@@ -95,6 +96,13 @@ class TTS:
     def say(self, text: str, voice: str | None = None, seed: int = 0, temperature: float = 0.8) -> np.ndarray:
         """Text -> (T,) float32 audio: exactly the concatenation of `stream`."""
         return np.concatenate(list(self.stream(text, voice, seed, temperature)))
+
+
+def check_codec(model: SpeechLM, codec: Codec, model_dir: Path) -> None:
+    """Raises unless the codec is the one whose codes the speech LM was trained on (when it recorded one)."""
+    if model.codec_fingerprint and model.codec_fingerprint != (found := codec.fingerprint()):
+        raise ValueError(f"the speech LM in {model_dir} speaks the codes of codec {model.codec_fingerprint}, "
+                         f"but the codec given is {found}: pass the codec it was trained with (--codec)")
 
 
 def start_engine(kind: str, model: SpeechLM | None, model_dir: Path, slots: int):

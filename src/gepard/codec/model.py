@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -158,6 +159,15 @@ class Codec(nn.Module):
 
     def stream(self, batch: int = 1) -> "StreamingDecoder":
         return StreamingDecoder(self, batch)
+
+    def fingerprint(self) -> str:
+        """A short hash of the config and the bf16 weights: the same for every load of one saved codec, so a
+        speech LM can name the codec whose codes it was trained on."""
+        digest = hashlib.sha256(json.dumps(asdict(self.config), sort_keys=True).encode())
+        for name, tensor in sorted(self.state_dict().items()):
+            digest.update(name.encode())
+            digest.update(tensor.detach().to(torch.bfloat16).cpu().view(torch.int16).numpy().tobytes())
+        return digest.hexdigest()[:16]
 
     def save_pretrained(self, path: str | Path, dtype: torch.dtype = torch.bfloat16) -> None:
         path = Path(path)

@@ -47,8 +47,23 @@ def prepare_shards(codec: Codec, utterances: list[Utterance], out: str | Path, s
         tmp.replace(path)
     (out / "skipped.json").write_text(json.dumps(skipped, indent=1))
     (out / "codec.json").write_text(json.dumps({"frame_rate": codec.config.frame_rate,
-                                                "codebook_size": codec.codebook_size}))
+                                                "codebook_size": codec.codebook_size,
+                                                "fingerprint": codec.fingerprint()}))
     return out
+
+
+def shards_codec(folders: list[str | Path]) -> str:
+    """The fingerprint of the codec that encoded these shard folders ("" if none recorded one); raises if
+    they came from different codecs, whose codes mean different sounds."""
+    prints = {}
+    for folder in folders:
+        meta = Path(folder) / "codec.json"
+        if meta.exists() and "fingerprint" in (info := json.loads(meta.read_text())):
+            prints[str(folder)] = info["fingerprint"]
+    if len(set(prints.values())) > 1:
+        raise ValueError("these shard folders were encoded by different codecs: "
+                         + ", ".join(f"{f} ({p})" for f, p in prints.items()))
+    return next(iter(prints.values()), "")
 
 
 def read_shards(folder: str | Path):

@@ -32,10 +32,11 @@ hf_logging.disable_progress_bar()  # loading a few-MB model needs no progress ba
 
 class SpeechLM(nn.Module):
     def __init__(self, lm, voice: ReferenceCompressor, tokenizer: Tokenizer, repetition: Repetition,
-                 codec_frame_rate: float, text_front_end: str = "text"):
+                 codec_frame_rate: float, text_front_end: str = "text", codec_fingerprint: str = ""):
         super().__init__()
         self.lm, self.voice = lm, voice
         self.tokenizer, self.repetition, self.codec_frame_rate = tokenizer, repetition, codec_frame_rate
+        self.codec_fingerprint = codec_fingerprint  # Codec.fingerprint() of the codec it speaks ("": unrecorded)
         self.text_front_end = check_front_end(text_front_end)
         self.vocab: Vocab = vocab_for(tokenizer, voice.fsq.codebook_size)
 
@@ -92,7 +93,7 @@ class SpeechLM(nn.Module):
         save_file({k: v.to(dtype).contiguous() for k, v in self.voice.state_dict().items()}, str(path / COMPRESSOR))
         meta = {"voice": asdict(self.voice.config), "repetition": asdict(self.repetition),
                 "vocab": asdict(self.vocab), "codec_frame_rate": self.codec_frame_rate,
-                "text_front_end": self.text_front_end}
+                "text_front_end": self.text_front_end, "codec_fingerprint": self.codec_fingerprint}
         (path / "gepard.json").write_text(json.dumps(meta, indent=2))
 
     @classmethod
@@ -103,7 +104,7 @@ class SpeechLM(nn.Module):
         voice.load_state_dict({k: v.to(dtype) for k, v in load_file(str(path / COMPRESSOR)).items()})
         lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         model = cls(lm, voice.to(dtype), load_tokenizer(path), Repetition(**meta["repetition"]),
-                    meta["codec_frame_rate"], meta.get("text_front_end", "text"))
+                    meta["codec_frame_rate"], meta.get("text_front_end", "text"), meta.get("codec_fingerprint", ""))
         if asdict(model.vocab) != meta["vocab"]:
             raise ValueError(f"{path}: tokenizer and gepard.json disagree on the vocabulary")
         return model.eval()

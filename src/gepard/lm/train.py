@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
+from gepard.data.prepare import read_shards, shards_codec
 from gepard.lm.alignment import AlignmentConfig, AttentionTap, alignment_loss
 from gepard.lm.data import LMDataset
 from gepard.lm.layout import Repetition
@@ -97,13 +98,12 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         model = SpeechLM.from_pretrained(ckpt_dir).train()
         state = torch.load(ckpt_dir / "trainer.pt", weights_only=False)
     else:
-        from gepard.data.prepare import read_shards
-
         texts = [t for folder in cfg.shards for _, t, _, _ in read_shards(folder) if t.strip()]
         model, state = build(cfg, texts), None
         if cfg.init:
             shared = transplant(SpeechLM.from_pretrained(cfg.init), model)
             print(f"started from {cfg.init} ({shared} of {model.vocab.text_size} text tokens shared)")
+    model.codec_fingerprint = shards_codec([*cfg.shards, *cfg.val_shards])
     model.to(device)
     data = LMDataset(cfg.shards, model.encode_text, model.vocab, model.repetition)
     val = LMDataset(cfg.val_shards, model.encode_text, model.vocab, model.repetition) if cfg.val_shards else None
