@@ -1,11 +1,9 @@
 import json
 
-import pytest
 import torch
 
 from gepard.codec.model import Codec
-from gepard.codec.fsq import FSQ
-from gepard.codec.train import TrainConfig, code_changes, train_codec
+from gepard.codec.train import TrainConfig, train_codec
 from gepard.data.manifests import read_manifest
 from tests.conftest import tiny_codec_config
 
@@ -56,26 +54,3 @@ def test_decoder_fine_tuning_keeps_every_code(speech_path, tmp_path):
     after = train_codec(TrainConfig(**cfg, freeze_encoder=True), data, data, cache_dir=str(tmp_path / "cache"))
     changed = {k.split(".")[0] for k, v in after.state_dict().items() if not torch.equal(v, before[k])}
     assert changed == {"decoder"}  # the encoder, hence every code, is exactly as it was
-
-
-def test_code_changes_counts_digit_steps_between_frames():
-    fsq = FSQ([8, 5])
-    digits = torch.tensor([[[4, 2], [4, 2], [6, 1], [5, 1]]])  # changes: (0, 0), (2, 1), (1, 0)
-    values = fsq.digits_to_values(digits).requires_grad_()
-    changes = code_changes(values, fsq)
-    assert changes.item() == pytest.approx((0 + 0 + 2 + 1 + 1 + 0) / 6)
-    changes.backward()
-    assert values.grad.abs().sum() > 0  # it trains the encoder through the straight-through values
-
-
-def test_the_code_change_penalty_joins_the_loss_only_when_weighted(speech_path, tmp_path):
-    data = one_clip(speech_path, tmp_path)
-    cfg = dict(steps=3, batch_size=2, crop_frames=8, warmup=1, checkpoint_every=3, val_every=3, threads=1,
-               codec=tiny_codec_config())
-    for weight in (0.0, 5.0):
-        train_codec(TrainConfig(run_dir=str(tmp_path / f"run{weight}"), smooth_weight=weight, **cfg), data, data,
-                    cache_dir=str(tmp_path / "cache"))
-    plain, smooth = ([json.loads(line) for line in (tmp_path / f"run{w}" / "log.jsonl").read_text().splitlines()]
-                     for w in (0.0, 5.0))
-    assert not any("changes" in r for r in plain)
-    assert all(r["changes"] >= 0 and r["loss"] >= r["mel"] + 5.0 * r["changes"] for r in smooth)

@@ -483,8 +483,6 @@ def train_codec_cmd(
     stop_at: int = typer.Option(0, help="Stop early at this step (keeps the schedule of --steps)."),
     adversarial_from: int = typer.Option(-1, help="Add the multi-resolution discriminator from this step on."),
     phase_weight: float = typer.Option(0.0, help="Weight of the instantaneous-frequency/group-delay losses."),
-    smooth: float = typer.Option(0.0, help="Weight of the code-change penalty: codes that hold still within a "
-                                 "sound are easier for the speech LM to predict."),
     train: Path = typer.Option(None, help="Training manifest (.jsonl or LJSpeech folder); default: shared corpus."),
     val: Path = typer.Option(None, help="Validation manifest; default: the shared teacher test set."),
     freeze_encoder: bool = typer.Option(False, "--freeze-encoder", help="Train the decoder only (resuming a "
@@ -499,8 +497,7 @@ def train_codec_cmd(
 
     cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, threads=threads,
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
-                      phase_weight=phase_weight, smooth_weight=smooth, freeze_encoder=freeze_encoder,
-                      codec=CodecConfig(stride=stride))
+                      phase_weight=phase_weight, freeze_encoder=freeze_encoder, codec=CodecConfig(stride=stride))
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))
     if export:

@@ -36,7 +36,6 @@ class TrainConfig:
     adversarial_scale: float = 1 / 15  # (adversarial + feature_weight * feature matching) x this
     adversarial_batch: int = 4  # the discriminator sees this many items of each batch (it costs more than the codec)
     freeze_encoder: bool = False  # train the decoder only: every code stays as it was
-    smooth_weight: float = 0.0  # weight of the code-change penalty (`code_changes`; 0: off)
     threads: int = 2
     seed: int = 0
     codec: CodecConfig = field(default_factory=CodecConfig)
@@ -94,12 +93,8 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
             g["lr"] = lr_at(step, cfg)
         audio = crops.batch(cfg.batch_size).to(device)
         with autocast(device):
-            values = model.quantize(audio)
-            recon = model.decoder(values)
+            recon = model(audio)
         loss, parts = loss_fn(recon, audio)
-        if cfg.smooth_weight > 0:
-            changes = code_changes(values, model.fsq)
-            loss, parts["changes"] = loss + cfg.smooth_weight * changes, changes.item()
         if 0 <= cfg.adversarial_from <= step:
             real, fake = audio[: cfg.adversarial_batch], recon[: cfg.adversarial_batch]
             parts["disc"] = train_discriminator(disc, opt_d, real, fake.detach(), device)
@@ -125,14 +120,6 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
             save_checkpoint(ckpt_path, model, opt, disc, opt_d, step, cfg, time.time() - t0)
     bar.close()
     return model.eval()
-
-
-def code_changes(values: torch.Tensor, fsq) -> torch.Tensor:
-    """(B, J, D) quantized values -> mean absolute change of each digit from one frame to the next, in digit
-    steps (straight-through gradient). Penalizing it makes codes that hold still within a sound, so an LM
-    predicting them has less frame-to-frame jitter to guess."""
-    half = (fsq._levels // 2).to(values.device)
-    return ((values[:, 1:] - values[:, :-1]).abs() * half).mean()
 
 
 def train_discriminator(disc, opt_d, real: torch.Tensor, fake: torch.Tensor, device: torch.device) -> float:
