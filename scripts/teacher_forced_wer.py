@@ -66,8 +66,8 @@ def main() -> None:
     heard_true = [asr.transcribe(codec.decode(c[None])[0].numpy()) for c in true_codes]
     copy = torch.stack([digit_agreement(codec, c[1:], c[:-1]) for c in true_codes]).mean(0)
     lines = ["# Teacher-forced frames", "", f"Command: `python {shlex.join(sys.argv)}`", "",
-             f"Machine: {describe_machine()}. Date: {datetime.date.today().isoformat()}. {len(picked)} utterances "
-             f"of `{a.shards}`, codec `{a.codec}`; WER by Whisper tiny.en against the transcript.", "",
+             (f"Machine: {describe_machine()}. Date: {datetime.date.today().isoformat()}. {len(picked)} utterances "
+              f"of `{a.shards}`, codec `{a.codec}`; WER by Whisper tiny.en against the transcript."), "",
              "| frames decoded | WER % | FSQ digits equal to the true frame's |", "|---|---|---|",
              f"| true codes (the codec's ceiling) | {100 * wer(texts, heard_true):.1f} | 1.00 |",
              f"| previous true frame repeated | — | {' '.join(f'{x:.2f}' for x in copy)} |"]

@@ -6,6 +6,7 @@ from transformers import AutoModelForCausalLM
 from typer.testing import CliRunner
 
 from gepard.cli import app
+from gepard.codec.model import Codec
 from gepard.engine.cached_lm import CachedLM
 from gepard.lm.generate import text_prompt
 from gepard.lm.speech_lm import SpeechLM
@@ -24,6 +25,11 @@ def test_transformers_loads_it_without_custom_code_and_matches_our_forward(shipp
         cached = CachedLM(ours.lm, slots=1, max_len=256)
         logits = cached.logits(cached.forward(embeds, torch.tensor([0])))[0]
     assert torch.allclose(logits, reference, atol=1e-4), (logits - reference).abs().max()
+
+
+def test_it_names_the_shipped_codec_as_the_one_it_speaks(shipped_lm_dir, shipped_codec_dir):
+    codec = Codec.from_pretrained(shipped_codec_dir)
+    assert SpeechLM.from_pretrained(shipped_lm_dir).codec_fingerprint == codec.fingerprint()
 
 
 def test_it_carries_named_voices_and_a_default(shipped_lm_dir):

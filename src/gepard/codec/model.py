@@ -161,10 +161,11 @@ class Codec(nn.Module):
         return StreamingDecoder(self, batch)
 
     def fingerprint(self) -> str:
-        """A short hash of the config and the bf16 weights: the same for every load of one saved codec, so a
-        speech LM can name the codec whose codes it was trained on."""
+        """A short hash of the config and the encoder's bf16 weights, which decide what each code means: the
+        same for every load of one saved codec (and after a decoder-only fine-tune), so a speech LM can name
+        the codes it was trained on."""
         digest = hashlib.sha256(json.dumps(asdict(self.config), sort_keys=True).encode())
-        for name, tensor in sorted(self.state_dict().items()):
+        for name, tensor in sorted(self.encoder.state_dict().items()):
             digest.update(name.encode())
             digest.update(tensor.detach().to(torch.bfloat16).cpu().view(torch.int16).numpy().tobytes())
         return digest.hexdigest()[:16]
