@@ -4,7 +4,9 @@ import numpy as np
 import torch
 
 from gepard.cli import app
+from gepard.codec.model import Codec
 from gepard.data.prepare import read_shards
+from tests.conftest import tiny_codec_config
 from typer.testing import CliRunner
 
 
@@ -29,3 +31,15 @@ def test_prepare_writes_resumable_shards_matching_the_codec(tiny_codec, tiny_cod
     mtime = (tmp_path / "shards" / "shard_00000.npz").stat().st_mtime_ns
     assert CliRunner().invoke(app, args).exit_code == 0
     assert (tmp_path / "shards" / "shard_00000.npz").stat().st_mtime_ns == mtime
+
+
+def test_prepare_refuses_to_add_another_codecs_shards_to_a_folder(tiny_codec_dir, speech_path, tmp_path):
+    (tmp_path / "m.jsonl").write_text(json.dumps({"audio": str(speech_path), "text": "hi", "speaker": "c"}))
+    torch.manual_seed(1)
+    Codec(tiny_codec_config()).save_pretrained(tmp_path / "other", dtype=torch.float32)
+    runs = [CliRunner().invoke(app, ["data", "prepare", str(tmp_path / "m.jsonl"), str(tmp_path / "shards"),
+                                     "--codec", str(codec), "--threads", "1"])
+            for codec in (tiny_codec_dir, tmp_path / "other")]
+    assert runs[0].exit_code == 0, runs[0].output
+    assert runs[1].exit_code != 0 and "holds shards of another codec" in runs[1].output
+    assert "Traceback" not in runs[1].output

@@ -24,6 +24,12 @@ def prepare_shards(codec: Codec, utterances: list[Utterance], out: str | Path, s
     out.mkdir(parents=True, exist_ok=True)
     if codec.codebook_size > 65536:
         raise ValueError("shards store codes as uint16: the codebook must have at most 65536 entries")
+    meta = {"frame_rate": codec.config.frame_rate, "codebook_size": codec.codebook_size,
+            "fingerprint": codec.fingerprint()}
+    if (old := shards_codec([out])) and old != meta["fingerprint"]:
+        raise ValueError(f"{out} holds shards of another codec ({old}, this one is {meta['fingerprint']}): "
+                         "use a new folder")
+    (out / "codec.json").write_text(json.dumps(meta))  # first, so a resumed run is checked too
     skipped: dict[str, str] = {}
     starts = range(0, len(utterances), shard_size)
     for n, start in enumerate(tqdm(starts, desc="encoding shards", unit="shard")):
@@ -46,9 +52,6 @@ def prepare_shards(codec: Codec, utterances: list[Utterance], out: str | Path, s
                  speakers=np.array([u.speaker for u in rows]))
         tmp.replace(path)
     (out / "skipped.json").write_text(json.dumps(skipped, indent=1))
-    (out / "codec.json").write_text(json.dumps({"frame_rate": codec.config.frame_rate,
-                                                "codebook_size": codec.codebook_size,
-                                                "fingerprint": codec.fingerprint()}))
     return out
 
 
