@@ -488,6 +488,8 @@ def train_codec_cmd(
     freeze_encoder: bool = typer.Option(False, "--freeze-encoder", help="Train the decoder only (resuming a "
                                         "run): the codes stay the same, so token shards and a speech LM trained "
                                         "on them stay valid."),
+    semantic_weight: float = typer.Option(0.0, help="Weight of the semantic loss: the codes predict Whisper "
+                                          "tiny.en's encoder frame by frame (0: off)."),
     export: str = typer.Option("", help="Also save the trained codec here (config.json + model.safetensors)."),
 ):
     """Train the FSQ codec (default data: the shared corpus's real + teacher speech, minus held-out speakers)."""
@@ -497,7 +499,8 @@ def train_codec_cmd(
 
     cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, threads=threads,
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
-                      phase_weight=phase_weight, freeze_encoder=freeze_encoder, codec=CodecConfig(stride=stride))
+                      phase_weight=phase_weight, freeze_encoder=freeze_encoder,
+                      semantic_weight=semantic_weight, codec=CodecConfig(stride=stride))
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))
     if export:

@@ -11,6 +11,7 @@ import torch
 from tqdm import tqdm
 
 from gepard.audio import AudioError, load_audio
+from gepard.codec.semantic import load_features
 from gepard.data.manifests import Utterance
 
 
@@ -42,26 +43,46 @@ def build_audio_cache(utterances: list[Utterance], root: str | Path, sample_rate
 
 
 class RandomCrops:
-    """Random (batch, length) crops from an audio cache, longer utterances drawn more often."""
+    """Random (batch, length) crops from an audio cache, longer utterances drawn more often.
 
-    def __init__(self, folder: str | Path, length: int, seed: int = 0, min_length: int = 8000):
+    With `features`, crops start on codec-frame boundaries and come with their Whisper features
+    (semantic.build_feature_cache must have run on the folder).
+    """
+
+    def __init__(self, folder: str | Path, length: int, seed: int = 0, min_length: int = 8000,
+                 features: bool = False):
         folder = Path(folder)
         index = json.loads((folder / "index.json").read_text())
         self.audio = np.memmap(folder / "audio.int16", dtype=np.int16, mode="r")
-        self.spans = np.array([(o, n) for _, o, n in index["spans"] if n >= min_length], dtype=np.int64)
+        kept = [i for i, (_, _, n) in enumerate(index["spans"]) if n >= min_length]
+        self.spans = np.array([index["spans"][i][1:] for i in kept], dtype=np.int64).reshape(-1, 2)
         self.length = length
         self.rng = np.random.default_rng(seed)
         weights = self.spans[:, 1].astype(np.float64)
         self.p = weights / weights.sum()
+        self.features = None
+        if features:
+            self.features, offsets, self.frame_samples = load_features(folder)
+            self.feature_offsets = np.array(offsets, dtype=np.int64)[kept]
 
-    def batch(self, batch_size: int, augment: bool = True) -> torch.Tensor:
-        """(B, length) float32; short utterances are zero-padded, gain is randomized in augment mode."""
+    def batch(self, batch_size: int, augment: bool = True):
+        """(B, length) float32; short utterances are zero-padded, gain is randomized in augment mode.
+        With features: ((B, length), (B, length // frame_samples, dim) float32, zero past an utterance's end)."""
         out = np.zeros((batch_size, self.length), dtype=np.float32)
+        if self.features is not None:
+            fs = self.frame_samples
+            targets = np.zeros((batch_size, self.length // fs, self.features.shape[1]), dtype=np.float32)
         for i, j in enumerate(self.rng.choice(len(self.spans), size=batch_size, p=self.p)):
             offset, n = self.spans[j]
-            start = self.rng.integers(0, max(1, n - self.length + 1))
+            if self.features is None:
+                start = self.rng.integers(0, max(1, n - self.length + 1))
+            else:
+                start = self.rng.integers(0, max(1, (n - self.length) // fs + 1)) * fs
+                first, count = self.feature_offsets[j] + start // fs, min(targets.shape[1], -(-(n - start) // fs))
+                targets[i, :count] = self.features[first: first + count]
             clip = self.audio[offset + start: offset + min(n, start + self.length)].astype(np.float32) / 32767
             out[i, : len(clip)] = clip
         if augment:
             out *= 10 ** (self.rng.uniform(-12, 3, size=(batch_size, 1)) / 20)
-        return torch.from_numpy(np.clip(out, -1, 1))
+        audio = torch.from_numpy(np.clip(out, -1, 1))
+        return audio if self.features is None else (audio, torch.from_numpy(targets))

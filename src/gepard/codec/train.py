@@ -15,6 +15,7 @@ from gepard.codec.dataset import RandomCrops, build_audio_cache
 from gepard.codec.discriminator import MultiResolutionDiscriminator, discriminator_loss, generator_losses
 from gepard.codec.losses import SpectralLoss
 from gepard.codec.model import Codec, CodecConfig
+from gepard.codec.semantic import SemanticHead, build_feature_cache, load_features
 from gepard.data.manifests import Utterance
 
 
@@ -36,6 +37,7 @@ class TrainConfig:
     adversarial_scale: float = 1 / 15  # (adversarial + feature_weight * feature matching) x this
     adversarial_batch: int = 4  # the discriminator sees this many items of each batch (it costs more than the codec)
     freeze_encoder: bool = False  # train the decoder only: every code stays as it was
+    semantic_weight: float = 0.0  # distil Whisper's encoder into the codes (semantic.py; 0: off)
     threads: int = 2
     seed: int = 0
     codec: CodecConfig = field(default_factory=CodecConfig)
@@ -59,8 +61,8 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     run = Path(cfg.run_dir)
     run.mkdir(parents=True, exist_ok=True)
     ckpt_path = run / "checkpoint.pt"
-    if ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False) if ckpt_path.exists() else {}
+    if ckpt:
         cfg.codec = CodecConfig(**ckpt["codec"])
     (run / "train_config.json").write_text(json.dumps(asdict(cfg), indent=2))
 
@@ -71,30 +73,49 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay)
     disc = MultiResolutionDiscriminator().to(device)
     opt_d = torch.optim.AdamW(disc.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay)
+    head = SemanticHead(len(cfg.codec.levels)).to(device)
+    opt_s = torch.optim.AdamW(head.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay)
     step, elapsed = 0, 0.0
-    if ckpt_path.exists():
+    if ckpt:
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
         step, elapsed = ckpt["step"], ckpt.get("elapsed_s", 0.0)
         if "discriminator" in ckpt:
             disc.load_state_dict(ckpt["discriminator"])
             opt_d.load_state_dict(ckpt["opt_discriminator"])
+        if "semantic_head" in ckpt:
+            head.load_state_dict(ckpt["semantic_head"])
+            opt_s.load_state_dict(ckpt["opt_semantic"])
 
-    length = cfg.crop_frames * cfg.codec.samples_per_frame
-    crops = RandomCrops(build_audio_cache(train, cache_dir, cfg.codec.sample_rate), length, seed=cfg.seed + step)
-    val_crops = RandomCrops(build_audio_cache(val, cache_dir, cfg.codec.sample_rate), length, seed=123)
-    val_batch = val_crops.batch(32, augment=False).to(device)
+    semantic = cfg.semantic_weight > 0
+    spf = cfg.codec.samples_per_frame
+    folders = [build_audio_cache(utts, cache_dir, cfg.codec.sample_rate) for utts in (train, val)]
+    if semantic:
+        folders = [build_feature_cache(folder, spf, cfg.threads) for folder in folders]
+        if "semantic_head" not in ckpt:
+            head.fit_targets(load_features(folders[0])[0])
+    crops = RandomCrops(folders[0], cfg.crop_frames * spf, seed=cfg.seed + step, features=semantic)
+    val_crops = RandomCrops(folders[1], cfg.crop_frames * spf, seed=123, features=semantic)
+    val_batch = [x.to(device) for x in val_crops.batch(32, augment=False)] if semantic else \
+        [val_crops.batch(32, augment=False).to(device)]
 
     log = open(run / "log.jsonl", "a")
     bar = tqdm(total=min(cfg.steps, cfg.stop_at), initial=step, desc="codec", unit="step")
     t0 = time.time() - elapsed
     while step < min(cfg.steps, cfg.stop_at):
-        for g in (*opt.param_groups, *opt_d.param_groups):
+        for g in (*opt.param_groups, *opt_d.param_groups, *opt_s.param_groups):
             g["lr"] = lr_at(step, cfg)
-        audio = crops.batch(cfg.batch_size).to(device)
+        batch = crops.batch(cfg.batch_size)
+        audio = (batch[0] if semantic else batch).to(device)
         with autocast(device):
-            recon = model(audio)
+            values = model.quantize(audio)
+            recon = model.decoder(values)
         loss, parts = loss_fn(recon, audio)
+        if semantic:
+            with autocast(device):
+                parts["semantic"] = head.loss(values, batch[1].to(device))
+            loss = loss + cfg.semantic_weight * parts["semantic"]
+            parts["semantic"] = parts["semantic"].item()
         if 0 <= cfg.adversarial_from <= step:
             real, fake = audio[: cfg.adversarial_batch], recon[: cfg.adversarial_batch]
             parts["disc"] = train_discriminator(disc, opt_d, real, fake.detach(), device)
@@ -103,21 +124,25 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
             loss = loss + cfg.adversarial_scale * (adv + cfg.feature_weight * fm)
             parts["adv"], parts["fm"] = adv.item(), fm.item()
         opt.zero_grad(set_to_none=True)
+        opt_s.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).item()
         opt.step()
+        if semantic:
+            opt_s.step()
         step += 1
         record = {"step": step, "loss": loss.item(), **parts, "grad_norm": grad_norm, "lr": lr_at(step, cfg),
                   "elapsed_s": time.time() - t0}
         if step % cfg.val_every == 0 or step == cfg.stop_at:
-            record["val_loss"], val_parts = evaluate(model, loss_fn, val_batch, device)
-            record["val_mel"] = val_parts["mel"]
+            record["val_loss"], val_parts = evaluate(model, head, loss_fn, val_batch, device)
+            record.update({f"val_{k}": val_parts[k] for k in ("mel", "semantic") if k in val_parts})
         log.write(json.dumps(record) + "\n")
         log.flush()
         bar.update(1)
         bar.set_postfix(loss=f"{loss.item():.3f}", mel=f"{parts['mel']:.3f}")
         if step % cfg.checkpoint_every == 0 or step == cfg.stop_at:
-            save_checkpoint(ckpt_path, model, opt, disc, opt_d, step, cfg, time.time() - t0)
+            save_checkpoint(ckpt_path, model, opt, disc, opt_d, step, cfg, time.time() - t0,
+                            (head, opt_s) if semantic else None)
     bar.close()
     return model.eval()
 
@@ -133,19 +158,29 @@ def train_discriminator(disc, opt_d, real: torch.Tensor, fake: torch.Tensor, dev
 
 
 @torch.no_grad()
-def evaluate(model: Codec, loss_fn: SpectralLoss, audio: torch.Tensor, device: torch.device):
+def evaluate(model: Codec, head: SemanticHead, loss_fn: SpectralLoss, batch: list[torch.Tensor],
+             device: torch.device):
+    """Spectral loss (and, given [audio, features], the semantic loss) of a fixed validation batch."""
     model.eval()
     with autocast(device):
-        recon = model(audio)
+        values = model.quantize(batch[0])
+        recon = model.decoder(values)
     model.train()
-    loss, parts = loss_fn(recon, audio)
+    loss, parts = loss_fn(recon, batch[0])
+    if len(batch) > 1:
+        with autocast(device):
+            parts["semantic"] = head.loss(values, batch[1]).item()
     return loss.item(), parts
 
 
-def save_checkpoint(path: Path, model: Codec, opt, disc, opt_d, step: int, cfg: TrainConfig, elapsed_s: float):
-    """Atomic: a crash while saving leaves the previous checkpoint intact."""
+def save_checkpoint(path: Path, model: Codec, opt, disc, opt_d, step: int, cfg: TrainConfig, elapsed_s: float,
+                    semantic: tuple | None = None):
+    """Atomic: a crash while saving leaves the previous checkpoint intact. `semantic`: (head, its optimizer)."""
     tmp = path.with_suffix(".tmp")
-    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                "codec": asdict(cfg.codec), "elapsed_s": elapsed_s,
-                "discriminator": disc.state_dict(), "opt_discriminator": opt_d.state_dict()}, tmp)
+    state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
+             "codec": asdict(cfg.codec), "elapsed_s": elapsed_s,
+             "discriminator": disc.state_dict(), "opt_discriminator": opt_d.state_dict()}
+    if semantic:
+        state["semantic_head"], state["opt_semantic"] = semantic[0].state_dict(), semantic[1].state_dict()
+    torch.save(state, tmp)
     tmp.replace(path)
