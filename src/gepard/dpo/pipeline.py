@@ -186,7 +186,7 @@ def train_dpo(cfg: DPOConfig) -> Path:
     ckpt = run / "checkpoint"
     model = SpeechLM.from_pretrained(ckpt if (ckpt / "gepard.json").exists() else cfg.model).train()
     model.voice.requires_grad_(False)
-    opt = torch.optim.AdamW(model.lm.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    opt = torch.optim.AdamW(model.lm.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0, fused=True)
     step = 0
     if (ckpt / "trainer.pt").exists():
         state = torch.load(ckpt / "trainer.pt", weights_only=False)
