@@ -26,6 +26,7 @@ from gepard.eval.asr import get_transcriber, wer
 from gepard.eval.machine import describe_machine
 from gepard.lm.layout import IGNORE, training_sequence
 from gepard.lm.speech_lm import SpeechLM
+from gepard.precision import autocast
 
 
 @torch.inference_mode()
@@ -33,7 +34,7 @@ def audio_logits(model: SpeechLM, text: str, codes: torch.Tensor, ref: torch.Ten
     """(J,) true codes -> (J, codebook) teacher-forced logits over the audio codes."""
     ids = model.encode_text(text)
     seq, labels = training_sequence(ids, codes.tolist(), model.vocab, model.repetition.copies(len(ids)))
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with autocast("cpu"):
         prefix = model.prefix(ref[None])
         hidden = model.lm.model(inputs_embeds=model.embed(prefix, torch.tensor([seq]))).last_hidden_state[0]
         keep = torch.tensor(labels) != IGNORE

@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import torch
 
@@ -54,3 +55,16 @@ def test_decoder_fine_tuning_keeps_every_code(speech_path, tmp_path):
     after = train_codec(TrainConfig(**cfg, freeze_encoder=True), data, data, cache_dir=str(tmp_path / "cache"))
     changed = {k.split(".")[0] for k, v in after.state_dict().items() if not torch.equal(v, before[k])}
     assert changed == {"decoder"}  # the encoder, hence every code, is exactly as it was
+
+
+def test_a_run_can_start_from_a_saved_codec_with_other_levels(speech_path, tmp_path):
+    data = one_clip(speech_path, tmp_path)
+    torch.manual_seed(3)
+    Codec(tiny_codec_config()).save_pretrained(tmp_path / "saved", dtype=torch.float32)
+    saved = Codec.from_pretrained(tmp_path / "saved")
+    cfg = TrainConfig(run_dir=str(tmp_path / "run"), steps=1, batch_size=2, crop_frames=8, lr=1e-9, warmup=1,
+                      threads=1, init=str(tmp_path / "saved"), codec=replace(tiny_codec_config(), levels=[3, 3, 3]))
+    model = train_codec(cfg, data, data, cache_dir=str(tmp_path / "cache"))
+    assert model.codebook_size == 27
+    weights = saved.state_dict()
+    assert all(torch.allclose(v, weights[k], atol=1e-6) for k, v in model.state_dict().items())  # lr ~ 0

@@ -19,12 +19,14 @@ from gepard.lm.voice import VoiceConfig
 LEVELS = [5, 4, 3]
 
 
-def write_shards(folder: Path, n: int = 24) -> None:
+def write_shards(folder: Path, n: int = 24, levels: list[int] | None = None) -> None:
+    """n random utterances; codec.json records `levels` when given (shards from before that record none)."""
     rng = np.random.default_rng(0)
     texts = ["yes", "no thanks", "see you at nine tomorrow", "okay", "the cat sat on the mat today"]
-    codes = [rng.integers(0, 60, size=rng.integers(5, 30)).astype(np.uint16) for _ in range(n)]
+    codes = [rng.integers(0, 36, size=rng.integers(5, 30)).astype(np.uint16) for _ in range(n)]
     folder.mkdir(parents=True)
-    (folder / "codec.json").write_text(json.dumps({"fingerprint": "feedfacefeedface"}))
+    meta = {"fingerprint": "feedfacefeedface", **({"levels": levels} if levels else {})}
+    (folder / "codec.json").write_text(json.dumps(meta))
     np.savez(folder / "shard_00000.npz", codes=np.concatenate(codes), offsets=np.cumsum([0] + [len(c) for c in codes]),
              ids=np.array([f"u{i}" for i in range(n)]), texts=np.array([texts[i % 5] for i in range(n)]),
              speakers=np.array([f"s{i % 3}" for i in range(n)]))
@@ -38,6 +40,12 @@ def tiny_config(run_dir: Path, shards: Path, steps: int) -> LMTrainConfig:
                     max_positions=512),
         voice=VoiceConfig(dim=16, heads=2, blocks=1, prefix_len=4), repetition=Repetition(),
         alignment=AlignmentConfig(layer=1, heads=1))
+
+
+def test_a_new_model_takes_the_codebook_the_shards_record(tmp_path):
+    write_shards(tmp_path / "shards", levels=[4, 3, 3])
+    model = train_lm(tiny_config(tmp_path / "run", tmp_path / "shards", steps=1))
+    assert model.vocab.codebook_size == 36 and model.voice.fsq.levels == [4, 3, 3]
 
 
 def test_training_learns_resumes_and_exports_a_stock_checkpoint(tmp_path):

@@ -26,7 +26,8 @@ def test_prepare_writes_resumable_shards_matching_the_codec(tiny_codec, tiny_cod
     expected = tiny_codec.encode(torch.from_numpy(load_audio(speech_path))[None])[0].numpy()
     assert np.array_equal(items[0][3], expected)
     assert "bad" in json.loads((tmp_path / "shards" / "skipped.json").read_text())
-    assert json.loads((tmp_path / "shards" / "codec.json").read_text())["fingerprint"] == tiny_codec.fingerprint()
+    meta = json.loads((tmp_path / "shards" / "codec.json").read_text())
+    assert meta["fingerprint"] == tiny_codec.fingerprint() and meta["levels"] == tiny_codec.config.levels
     # a second run finds the shard done and leaves it untouched
     mtime = (tmp_path / "shards" / "shard_00000.npz").stat().st_mtime_ns
     assert CliRunner().invoke(app, args).exit_code == 0

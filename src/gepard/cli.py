@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 from pathlib import Path
 
@@ -50,6 +51,17 @@ def early_engine(engine: str, model: Path | None, slots: int):
     from gepard.paths import lm_dir
 
     return EngineProcess(lm_dir(model), slots)
+
+
+def parse_levels(text: str) -> list[int]:
+    """"8,8,8,5,5,5" -> [8, 8, 8, 5, 5, 5]; each level at least 2, codebook at most 65,536."""
+    try:
+        levels = [int(n) for n in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--levels must be comma-separated integers, got {text!r}") from None
+    if not levels or min(levels) < 2 or math.prod(levels) > 65536:
+        raise ValueError(f"--levels {text}: each level must be >= 2 and their product <= 65,536")
+    return levels
 
 
 def user_errors(fn):
@@ -478,6 +490,7 @@ def train_codec_cmd(
     run_dir: str = typer.Option("runs/codec", help="Checkpoints and logs; an existing run resumes."),
     steps: int = typer.Option(4500, help="Total optimizer steps."),
     batch_size: int = typer.Option(16),
+    lr: float = typer.Option(1e-3, help="Peak learning rate (lower it to fine-tune from --init)."),
     stride: int = typer.Option(4, help="STFT hops (10 ms) per codec frame: 4 = 25 Hz, 2 = 50 Hz."),
     threads: int = typer.Option(2, help="CPU threads."),
     stop_at: int = typer.Option(0, help="Stop early at this step (keeps the schedule of --steps)."),
@@ -490,17 +503,23 @@ def train_codec_cmd(
                                         "on them stay valid."),
     semantic_weight: float = typer.Option(0.0, help="Weight of the semantic loss: the codes predict Whisper "
                                           "tiny.en's encoder frame by frame (0: off)."),
+    levels: str = typer.Option("8,8,8,5,5,5", help="FSQ levels per latent channel (codebook = their product)."),
+    init: Path = typer.Option(None, help="Start a new run from this saved codec's weights (e.g. with other "
+                              "--levels); its architecture is kept."),
     export: str = typer.Option("", help="Also save the trained codec here (config.json + model.safetensors)."),
 ):
     """Train the FSQ codec (default data: the shared corpus's real + teacher speech, minus held-out speakers)."""
+    from gepard.codec.files import load_codec
     from gepard.codec.model import CodecConfig
     from gepard.codec.train import TrainConfig, train_codec
     from gepard.data.manifests import read_manifest, shared_split
 
-    cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, threads=threads,
+    codec = load_codec(init).config if init else CodecConfig(stride=stride)
+    codec.levels = parse_levels(levels)
+    cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, lr=lr, threads=threads,
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
                       phase_weight=phase_weight, freeze_encoder=freeze_encoder,
-                      semantic_weight=semantic_weight, codec=CodecConfig(stride=stride))
+                      semantic_weight=semantic_weight, init=str(init or ""), codec=codec)
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))
     if export:

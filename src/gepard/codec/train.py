@@ -1,4 +1,4 @@
-"""Codec training: spectral losses, bf16 autocast, resumable checkpoints, loss log and curve."""
+"""Codec training: spectral losses, bf16 autocast where native, resumable checkpoints, loss log and curve."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from gepard.codec.losses import SpectralLoss
 from gepard.codec.model import Codec, CodecConfig
 from gepard.codec.semantic import SemanticHead, build_feature_cache, load_features
 from gepard.data.manifests import Utterance
+from gepard.precision import autocast, precision_name
 
 
 @dataclass
@@ -38,13 +39,10 @@ class TrainConfig:
     adversarial_batch: int = 4  # the discriminator sees this many items of each batch (it costs more than the codec)
     freeze_encoder: bool = False  # train the decoder only: every code stays as it was
     semantic_weight: float = 0.0  # distil Whisper's encoder into the codes (semantic.py; 0: off)
+    init: str = ""  # a saved codec to start from (its FSQ levels may differ from cfg.codec's)
     threads: int = 2
     seed: int = 0
     codec: CodecConfig = field(default_factory=CodecConfig)
-
-
-def autocast(device: torch.device):
-    return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -86,6 +84,8 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
         if "semantic_head" in ckpt:
             head.load_state_dict(ckpt["semantic_head"])
             opt_s.load_state_dict(ckpt["opt_semantic"])
+    elif cfg.init:
+        model.load_state_dict(Codec.from_pretrained(cfg.init).state_dict())  # FSQ levels have no weights
 
     semantic = cfg.semantic_weight > 0
     spf = cfg.codec.samples_per_frame
@@ -106,19 +106,19 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
             g["lr"] = lr_at(step, cfg)
         audio, targets = crops.batch(cfg.batch_size)
         audio = audio.to(device)
-        with autocast(device):
+        with autocast(device.type):
             values = model.quantize(audio)
             recon = model.decoder(values)
         loss, parts = loss_fn(recon, audio)
         if semantic:
-            with autocast(device):
+            with autocast(device.type):
                 parts["semantic"] = head.loss(values, targets.to(device))
             loss = loss + cfg.semantic_weight * parts["semantic"]
             parts["semantic"] = parts["semantic"].item()
         if 0 <= cfg.adversarial_from <= step:
             real, fake = audio[: cfg.adversarial_batch], recon[: cfg.adversarial_batch]
             parts["disc"] = train_discriminator(disc, opt_d, real, fake.detach(), device)
-            with autocast(device):
+            with autocast(device.type):
                 adv, fm = generator_losses(disc(real), disc(fake))
             loss = loss + cfg.adversarial_scale * (adv + cfg.feature_weight * fm)
             parts["adv"], parts["fm"] = adv.item(), fm.item()
@@ -131,7 +131,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
             opt_s.step()
         step += 1
         record = {"step": step, "loss": loss.item(), **parts, "grad_norm": grad_norm, "lr": lr_at(step, cfg),
-                  "elapsed_s": time.time() - t0}
+                  "elapsed_s": time.time() - t0, "precision": precision_name(device.type)}
         if step % cfg.val_every == 0 or step == cfg.stop_at:
             record["val_loss"], val_parts = evaluate(model, head, loss_fn, *val_batch, device)
             record.update({f"val_{k}": val_parts[k] for k in ("mel", "semantic") if k in val_parts})
@@ -148,7 +148,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
 
 def train_discriminator(disc, opt_d, real: torch.Tensor, fake: torch.Tensor, device: torch.device) -> float:
     """One least-squares GAN step for the discriminator; returns its loss."""
-    with autocast(device):
+    with autocast(device.type):
         loss = discriminator_loss(disc(real), disc(fake))
     opt_d.zero_grad(set_to_none=True)
     loss.backward()
@@ -161,13 +161,13 @@ def evaluate(model: Codec, head: SemanticHead, loss_fn: SpectralLoss, audio: tor
              targets: torch.Tensor | None, device: torch.device):
     """Spectral loss (and, given feature targets, the semantic loss) of a fixed validation batch."""
     model.eval()
-    with autocast(device):
+    with autocast(device.type):
         values = model.quantize(audio)
         recon = model.decoder(values)
     model.train()
     loss, parts = loss_fn(recon, audio)
     if targets is not None:
-        with autocast(device):
+        with autocast(device.type):
             parts["semantic"] = head.loss(values, targets).item()
     return loss.item(), parts
 

@@ -25,7 +25,7 @@ def prepare_shards(codec: Codec, utterances: list[Utterance], out: str | Path, s
     if codec.codebook_size > 65536:
         raise ValueError("shards store codes as uint16: the codebook must have at most 65536 entries")
     meta = {"frame_rate": codec.config.frame_rate, "codebook_size": codec.codebook_size,
-            "fingerprint": codec.fingerprint()}
+            "levels": codec.config.levels, "fingerprint": codec.fingerprint()}
     if (old := shards_codec([out])) and old != meta["fingerprint"]:
         raise ValueError(f"{out} holds shards of another codec ({old}, this one is {meta['fingerprint']}): "
                          "use a new folder")
@@ -55,18 +55,23 @@ def prepare_shards(codec: Codec, utterances: list[Utterance], out: str | Path, s
     return out
 
 
-def shards_codec(folders: list[str | Path]) -> str:
-    """The fingerprint of the codec that encoded these shard folders ("" if none recorded one); raises if
-    they came from different codecs, whose codes mean different sounds."""
-    prints = {}
+def shards_meta(folders: list[str | Path]) -> dict:
+    """What the shard folders' codec.json records about the codec that encoded them ({} if none does); raises
+    if they came from different codecs, whose codes mean different sounds."""
+    metas = {}
     for folder in folders:
-        meta = Path(folder) / "codec.json"
-        if meta.exists() and "fingerprint" in (info := json.loads(meta.read_text())):
-            prints[str(folder)] = info["fingerprint"]
-    if len(set(prints.values())) > 1:
+        path = Path(folder) / "codec.json"
+        if path.exists() and "fingerprint" in (info := json.loads(path.read_text())):
+            metas[str(folder)] = info
+    if len({m["fingerprint"] for m in metas.values()}) > 1:
         raise ValueError("these shard folders were encoded by different codecs: "
-                         + ", ".join(f"{f} ({p})" for f, p in prints.items()))
-    return next(iter(prints.values()), "")
+                         + ", ".join(f"{f} ({m['fingerprint']})" for f, m in metas.items()))
+    return next(iter(metas.values()), {})
+
+
+def shards_codec(folders: list[str | Path]) -> str:
+    """The fingerprint of the codec that encoded these shard folders ("" if none recorded one)."""
+    return shards_meta(folders).get("fingerprint", "")
 
 
 def read_shards(folder: str | Path):

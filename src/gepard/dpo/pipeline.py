@@ -27,6 +27,7 @@ from tqdm import tqdm
 from gepard.dpo.loss import dpo_loss
 from gepard.dpo.pairs import Rollout, build_pairs
 from gepard.dpo.rewards import RewardWeights, expected_duration, reward
+from gepard.precision import autocast
 
 
 @dataclass
@@ -151,13 +152,13 @@ def pair_data(model, prompts: list[dict], pairs: list[tuple[Rollout, Rollout]], 
 
 
 def pair_logprobs(model, part: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Length-normalized log-probs (B,) of the chosen and of the rejected sequences of B pairs (bf16 autocast)."""
+    """Length-normalized log-probs (B,) of the chosen and of the rejected sequences of B pairs (bf16 autocast where native)."""
     from gepard.lm.layout import pad_sequences
 
     seqs = [d["chosen"] for d in part] + [d["rejected"] for d in part]
     batch = pad_sequences(seqs, model.vocab)
     prefix = torch.stack([d["prefix"] for d in part] * 2)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with autocast("cpu"):
         logprobs = model.sequence_logprobs(prefix, batch["ids"], batch["labels"], batch["lengths"])
     return logprobs[: len(part)], logprobs[len(part):]
 

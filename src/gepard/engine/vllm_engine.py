@@ -24,12 +24,14 @@ from gepard.engine.base import Output, Request
 from gepard.engine.runner import Stream
 from gepard.lm.speech_lm import SpeechLM
 from gepard.paths import cache_dir
+from gepard.precision import native_bf16
 
 
 class VLLMEngine:
     def __init__(self, model: SpeechLM, model_dir: str | Path, max_streams: int = 64, dtype: str | None = None,
                  kv_cache_gib: int = 2):
-        """dtype: the checkpoint's own (config.json) unless given; the context is the model's max positions."""
+        """dtype: the checkpoint's own (config.json) unless given, fp32 for a bf16 checkpoint on a CPU that
+        emulates bf16 (gepard/precision.py); the context is the model's max positions."""
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
         os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_dir() / "vllm"))
         from vllm.engine.arg_utils import AsyncEngineArgs
@@ -43,6 +45,8 @@ class VLLMEngine:
         self.thread = threading.Thread(target=self.loop.run_forever, name="gepard-vllm", daemon=True)
         self.thread.start()
         dtype = dtype or json.loads((Path(model_dir) / "config.json").read_text()).get("dtype", "bfloat16")
+        if dtype == "bfloat16" and not torch.cuda.is_available() and not native_bf16("cpu"):
+            dtype = "float32"
         args = AsyncEngineArgs(model=str(model_dir), skip_tokenizer_init=True, enable_prompt_embeds=True, dtype=dtype,
                                max_model_len=model.lm.config.max_position_embeddings, max_num_seqs=max_streams,
                                enforce_eager=True, seed=0)

@@ -1,4 +1,4 @@
-"""`gepard train lm`: plain PyTorch loop, bf16 autocast, resumable, DDP under torchrun, loss curve plot."""
+"""`gepard train lm`: plain PyTorch loop, bf16 autocast where native, resumable, DDP under torchrun, loss plot."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from gepard.data.prepare import read_shards, shards_codec
+from gepard.data.prepare import read_shards, shards_codec, shards_meta
 from gepard.lm.alignment import AlignmentConfig, AttentionTap, alignment_loss
 from gepard.lm.data import LMDataset
 from gepard.lm.layout import Repetition
@@ -27,6 +27,7 @@ from gepard.lm.voice_regularize import diversity_loss, supcon_loss
 from gepard.lm.tokenizer import train_tokenizer, vocab_for
 from gepard.lm.transplant import transplant
 from gepard.lm.voice import ReferenceCompressor, VoiceConfig
+from gepard.precision import autocast, precision_name
 
 
 @dataclass
@@ -43,7 +44,7 @@ class LMTrainConfig:
     text_vocab: int = 512
     text_front_end: str = "text"  # "text" or "ipa" (lm/frontend.py)
     codec_frame_rate: float = 25.0
-    levels: list[int] = field(default_factory=lambda: [8, 8, 8, 5, 5, 5])
+    levels: list[int] = field(default_factory=lambda: [8, 8, 8, 5, 5, 5])  # replaced by what the shards record
     checkpoint_every: int = 100
     dropout: float = 0.1  # on each layer's attention and MLP output, training only
     corrupt: float = 0.1  # share of audio input tokens replaced by random codes, training only
@@ -99,6 +100,7 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         state = torch.load(ckpt_dir / "trainer.pt", weights_only=False)
     else:
         texts = [t for folder in cfg.shards for _, t, _, _ in read_shards(folder) if t.strip()]
+        cfg.levels = shards_meta(cfg.shards).get("levels", cfg.levels)
         model, state = build(cfg, texts), None
         if cfg.init:
             shared = transplant(SpeechLM.from_pretrained(cfg.init), model)
@@ -136,7 +138,7 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         batch = data.batch(data.sample(cfg.batch_frames, rng), rng, cfg.null_prob)
         batch["ids"] = corrupt_audio_inputs(batch["ids"], model.vocab, cfg.corrupt, noise)
         batch = {k: v.to(device) for k, v in batch.items()}
-        with torch.autocast(device.type, dtype=torch.bfloat16):
+        with autocast(device.type):
             ce, prefix = wrapped(batch)  # through DDP's forward when distributed, so gradients are all-reduced
             guide = guided_alignment(tap, align, batch, model.voice.config.prefix_len) if tap else torch.zeros(())
             voice_reg = voice_regularizers(cfg, prefix, batch)
@@ -150,7 +152,8 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         if rank == 0:
             row = {"step": step, "loss": ce.item(), "alignment": guide.item(), "grad_norm": grad_norm,
                    **{name: value.item() for name, value in voice_reg.items()},
-                   "lr": lr_at(step, cfg), "elapsed_s": time.time() - t0, "device": device.type, "processes": world}
+                   "lr": lr_at(step, cfg), "elapsed_s": time.time() - t0, "device": device.type, "processes": world,
+                   "precision": precision_name(device.type)}
             if val and (step % cfg.val_every == 0 or step == cfg.steps):
                 row["val_loss"] = validation_nll(model, val, cfg.batch_frames, device)
             log.write(json.dumps(row) + "\n")
@@ -180,7 +183,7 @@ def validation_nll(model: SpeechLM, val: LMDataset, batch_frames: int, device: t
     rng, total, count = random.Random(0), 0.0, 0
     for indices in val.in_order(batch_frames):
         batch = {k: v.to(device) for k, v in val.batch(indices, rng, 0.0).items()}
-        with torch.autocast(device.type, dtype=torch.bfloat16):
+        with autocast(device.type):
             logprobs, _ = model.label_logprobs(model.prefix(batch["ref_codes"], batch["ref_lengths"]), batch["ids"],
                                                batch["labels"], batch["lengths"])
         total, count = total - logprobs.sum().item(), count + len(logprobs)

@@ -1,4 +1,4 @@
-"""Start a model from another one's weights when only the text tokenizer differs (e.g. a finer one)."""
+"""Start a model from another one's weights when its text tokenizer or its codec's codebook differs."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from gepard.lm.speech_lm import SpeechLM
 @torch.no_grad()
 def transplant(src: SpeechLM, dst: SpeechLM) -> int:
     """Copy into dst (built with its own tokenizer) all that carries over from src: the transformer body, the
-    voice compressor, the special-token and audio-code embeddings (tied to the head), and the embedding of
-    every text token both tokenizers share. -> the number of shared text tokens."""
-    if src.vocab.codebook_size != dst.vocab.codebook_size:
-        raise ValueError("the two models speak different codecs")
+    voice compressor, the special-token embeddings, the audio-code embeddings (tied to the head) when both speak
+    the same codebook, and the embedding of every text token both tokenizers share. -> the number of shared
+    text tokens. With another codebook, dst keeps its own audio-code embeddings."""
 
     def body(model: SpeechLM) -> dict[str, torch.Tensor]:
         return {k: v for k, v in model.lm.state_dict().items() if "embed_tokens" not in k and "lm_head" not in k}
@@ -24,7 +23,9 @@ def transplant(src: SpeechLM, dst: SpeechLM) -> int:
     dst.lm.load_state_dict(src_body, strict=False)
     dst.voice.load_state_dict(src.voice.state_dict())
     old, new = src.lm.get_input_embeddings().weight, dst.lm.get_input_embeddings().weight
-    new[dst.vocab.text_size:] = old[src.vocab.text_size:]  # special tokens, then audio codes, in the same order
+    new[dst.vocab.text_size: dst.vocab.audio_offset] = old[src.vocab.text_size: src.vocab.audio_offset]  # specials
+    if src.vocab.codebook_size == dst.vocab.codebook_size:
+        new[dst.vocab.audio_offset:] = old[src.vocab.audio_offset:]
     old_ids = src.tokenizer.get_vocab()
     shared = [(i, old_ids[t]) for t, i in dst.tokenizer.get_vocab().items()
               if i < dst.vocab.text_size and old_ids.get(t, src.vocab.text_size) < src.vocab.text_size]
