@@ -152,7 +152,8 @@ def pair_data(model, prompts: list[dict], pairs: list[tuple[Rollout, Rollout]], 
 
 
 def pair_logprobs(model, part: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Length-normalized log-probs (B,) of the chosen and of the rejected sequences of B pairs (bf16 autocast where native)."""
+    """Length-normalized log-probs (B,) of the chosen and of the rejected sequences of B pairs (under
+    gepard.precision.autocast)."""
     from gepard.lm.layout import pad_sequences
 
     seqs = [d["chosen"] for d in part] + [d["rejected"] for d in part]

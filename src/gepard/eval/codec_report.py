@@ -123,7 +123,8 @@ def write_report(results: dict, command: str, out: Path, train_log: Path | None 
                        f"{cfg['adversarial_from']}")
         lines += ["", f"Training: {log[-1]['step']} steps of batch {cfg.get('batch_size', 16)} × "
                   f"{cfg.get('crop_frames', 40) / results['frame_rate']:.1f} s crops in "
-                  f"{log[-1]['elapsed_s'] / 3600:.2f} h on this CPU ({log[-1].get('precision', 'bf16 autocast')}), on 6.36 h of speech "
+                  f"{log[-1]['elapsed_s'] / 3600:.2f} h on this CPU ({log[-1].get('precision', 'bf16 autocast')}), "
+                  "on 6.36 h of speech "
                   f"(teacher train + real speech except the held-out speakers); losses: {losses}.",
                   "", f"![training and similarity]({out.stem}.png)"]
         plot(results, train_log, out.with_suffix(".png"))

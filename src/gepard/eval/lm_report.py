@@ -156,6 +156,7 @@ def training_facts(train_log: Path) -> str:
     cfg = json.loads((train_log.parent / "train_config.json").read_text())
     frames = sum(len(codes) for folder in cfg["shards"] for _, text, _, codes in read_shards(folder) if text.strip())
     device = f"{log[-1].get('processes', 1)} × {log[-1].get('device', 'cpu')}"
-    return (f"Training: {log[-1]['step']} steps in {log[-1]['elapsed_s'] / 3600:.2f} h ({device}, {log[-1].get('precision', 'bf16 autocast')}); "
+    precision = log[-1].get("precision", "bf16 autocast")  # logs from before runs recorded it were all bf16
+    return (f"Training: {log[-1]['step']} steps in {log[-1]['elapsed_s'] / 3600:.2f} h ({device}, {precision}); "
             f"data: {frames / cfg['codec_frame_rate'] / 3600:.2f} h of transcribed speech "
             f"({', '.join(cfg['shards'])}); {cfg['lm']['layers']} layers × {cfg['lm']['hidden_size']} wide.")
