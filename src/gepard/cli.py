@@ -503,7 +503,8 @@ def train_codec_cmd(
                                         "on them stay valid."),
     semantic_weight: float = typer.Option(0.0, help="Weight of the semantic loss: the codes predict Whisper "
                                           "tiny.en's encoder frame by frame (0: off)."),
-    levels: str = typer.Option("8,8,8,5,5,5", help="FSQ levels per latent channel (codebook = their product)."),
+    levels: str = typer.Option("", help="FSQ levels per latent channel, e.g. 4,4,4,4,4,4 (codebook = their "
+                               "product); default: the --init codec's, else the shipped grid."),
     init: Path = typer.Option(None, help="Start a new run from this saved codec's weights (e.g. with other "
                               "--levels); its architecture is kept."),
     export: str = typer.Option("", help="Also save the trained codec here (config.json + model.safetensors)."),
@@ -515,7 +516,8 @@ def train_codec_cmd(
     from gepard.data.manifests import read_manifest, shared_split
 
     codec = load_codec(init).config if init else CodecConfig(stride=stride)
-    codec.levels = parse_levels(levels)
+    if levels:
+        codec.levels = parse_levels(levels)
     cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, lr=lr, threads=threads,
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
                       phase_weight=phase_weight, freeze_encoder=freeze_encoder,
