@@ -32,7 +32,7 @@ from gepard.precision import autocast
 @torch.inference_mode()
 def audio_logits(model: SpeechLM, text: str, codes: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
     """(J,) true codes -> (J, codebook) teacher-forced logits over the audio codes."""
-    ids = model.encode_text(text)
+    ids = model.encode_training_text(text)
     seq, labels = training_sequence(ids, codes.tolist(), model.vocab, model.repetition.copies(len(ids)))
     with autocast("cpu"):
         prefix = model.prefix(ref[None])

@@ -8,7 +8,7 @@ import torch
 
 from tests.conftest import tiny_speech_lm
 from gepard.eval.alignment_report import reading_scores, text_attention
-from gepard.lm.alignment import AttentionTap, alignment_loss, diagonal_prior
+from gepard.lm.alignment import AttentionTap, alignment_loss, diagonal_prior, frame_level_spans
 from gepard.lm.layout import Vocab, training_sequence, voiced_span
 
 
@@ -37,6 +37,18 @@ def test_alignment_loss_by_hand():
     expected = -(math.log(1 + 1e-6) + math.log(0.5 * off_diagonal + 0.5 + 1e-6)) / 2
     assert math.isclose(alignment_loss(probs, spans, 0.5).item(), expected, rel_tol=1e-6)
     assert torch.allclose(diagonal_prior(2, 2, 0.5), torch.tensor([[1, off_diagonal], [off_diagonal, 1]]))
+
+
+def test_a_frame_level_track_is_read_one_token_per_frame():
+    # a track of 4 tokens (2 phones + 2 padding) at positions 0-3, 2 frames queried at positions 4-5
+    probs = torch.zeros(1, 1, 6, 6)
+    probs[0, 0, 4, 0] = probs[0, 0, 5, 1] = 1.0  # frame j reads token j
+    spans = frame_level_spans(torch.tensor([[0, 4, 4, 2]]))
+    assert spans.tolist() == [[0, 2, 4, 2]]
+    assert alignment_loss(probs, spans, 0.1).item() < 1e-5
+    probs[0, 0, 5] = 0.0
+    probs[0, 0, 5, 3] = 1.0  # frame 1 reads padding
+    assert alignment_loss(probs, spans, 0.1).item() > 5
 
 
 def test_voiced_span_points_at_the_last_text_copy_and_the_audio():

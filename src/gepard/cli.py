@@ -543,14 +543,19 @@ def train_lm_cmd(
     align_weight: float = typer.Option(1.0, help="Weight of the guided-alignment loss (0: off)."),
     align_layer: int = typer.Option(2, help="The layer whose first heads learn to read the text."),
     align_heads: int = typer.Option(2, help="How many of that layer's query heads are guided."),
+    align_sigma: float = typer.Option(0.2, help="Width of the guided diagonal, as a share of the utterance."),
+    align_frames: bool = typer.Option(False, help="The text is a frame-level track (one token per audio frame, "
+                                      "padded): frame j is guided to token j, not along the whole text."),
     dropout: float = typer.Option(0.1, help="Dropout on each layer's attention and MLP output (training only)."),
     corrupt: float = typer.Option(0.1, help="Share of audio input tokens replaced by random codes (training only)."),
     val_shards: list[str] = typer.Option([], help="Held-out token shards: their NLL is logged every 100 steps."),
     supcon: float = typer.Option(0.0, help="Weight of the SupCon loss on voice prefixes (same speaker together)."),
     diversity: float = typer.Option(0.0, help="Weight of the loss keeping a prefix's K vectors apart."),
     text_vocab: int = typer.Option(512, help="Text tokens (byte-level BPE; 256 is one token per byte)."),
-    text_front_end: str = typer.Option("text", help="What the tokenizer reads: 'text' as written, or 'ipa' "
-                                                    "(US English IPA from gruut; lm/frontend.py)."),
+    text_front_end: str = typer.Option("text", help="What the tokenizer reads: 'text' as written, 'ipa' "
+                                                    "(US English IPA from gruut), or 'track' (one phone per frame in "
+                                                    "flite's timing; shards from scripts/flite_track.py); "
+                                                    "lm/frontend.py."),
     init: str = typer.Option("", help="Start a new run from this model's weights (the tokenizer may differ)."),
     export: str = typer.Option("", help="Also save the trained model here as a release (bf16)."),
 ):
@@ -568,7 +573,8 @@ def train_lm_cmd(
                                    val_shards=val_shards, text_vocab=text_vocab, init=init,
                                    text_front_end=check_front_end(text_front_end), supcon=supcon,
                                    diversity=diversity,
-                                   alignment=AlignmentConfig(align_weight, align_layer, align_heads)))
+                                   alignment=AlignmentConfig(align_weight, align_layer, align_heads, align_sigma,
+                                                             align_frames)))
     if export and int(os.environ.get("RANK", "0")) == 0:
         model.save_pretrained(export)
         typer.echo(f"saved {export}")

@@ -129,8 +129,15 @@ def speak(voice: str, text: str) -> np.ndarray:
     return finish(soxr.resample(audio.astype(np.float32), rate, SAMPLE_RATE, quality="HQ"))
 
 
-def finish(audio: np.ndarray, keep: float = 0.12, floor_db: float = -45.0) -> np.ndarray:
-    """Trim silence (10 ms frames below `floor_db` re peak) to <= `keep` s each side; peak at -1 dBFS."""
+def finish(audio: np.ndarray) -> np.ndarray:
+    """Trim silence to <= 0.12 s each side and set the peak at -1 dBFS (`finish_bounds`)."""
+    start, end, gain = finish_bounds(audio)
+    return (audio[start:end] * gain).astype(np.float32)
+
+
+def finish_bounds(audio: np.ndarray, keep: float = 0.12, floor_db: float = -45.0) -> tuple[int, int, float]:
+    """(start, end, gain) that trim silence (10 ms frames below `floor_db` re peak) to <= `keep` s each side
+    and put the trimmed clip's peak at -1 dBFS."""
     frame = SAMPLE_RATE // 100
     n = len(audio) // frame
     peak = float(np.abs(audio).max()) if len(audio) else 0.0
@@ -140,8 +147,7 @@ def finish(audio: np.ndarray, keep: float = 0.12, floor_db: float = -45.0) -> np
     voiced = np.flatnonzero(rms > peak * 10 ** (floor_db / 20))
     pad = int(keep * SAMPLE_RATE)
     start, end = max(0, voiced[0] * frame - pad), min(len(audio), (voiced[-1] + 1) * frame + pad)
-    audio = audio[start:end]
-    return (audio * (10 ** (-1 / 20) / np.abs(audio).max())).astype(np.float32)
+    return start, end, 10 ** (-1 / 20) / float(np.abs(audio[start:end]).max())
 
 
 def _flite(voice: str, text: str) -> tuple[np.ndarray, int]:

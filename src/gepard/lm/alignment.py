@@ -22,6 +22,7 @@ class AlignmentConfig:
     layer: int = 2
     heads: int = 2  # the layer's first `heads` query heads
     sigma: float = 0.2
+    frame_level: bool = False  # the text is one token per audio frame (then padded): frame j reads token j
 
 
 class AttentionTap:
@@ -73,6 +74,12 @@ def diagonal_masses(probs: torch.Tensor, spans: torch.Tensor, sigma: float) -> l
         text = row[:, a0: a0 + frames, t0: t0 + n]  # (H, frames, n)
         masses.append((text * diagonal_prior(frames, n, sigma).to(text.device)).sum(-1))
     return masses
+
+
+def frame_level_spans(spans: torch.Tensor) -> torch.Tensor:
+    """Spans (B, 4) of a frame-level track (one text token per audio frame, then padding): only the first
+    `frames` text tokens are read, so the diagonal has slope 1 (frame j -> token j)."""
+    return torch.stack([spans[:, 0], spans[:, 3], spans[:, 2], spans[:, 3]], 1)
 
 
 def alignment_loss(probs: torch.Tensor, spans: torch.Tensor, sigma: float) -> torch.Tensor:

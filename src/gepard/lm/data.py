@@ -28,7 +28,7 @@ class LMDataset:
 
     def __init__(self, shard_dirs: list[str | Path], encode: Callable[[str], list[int]], vocab: Vocab,
                  repetition: Repetition, max_frames: int = 500, ref_frames: tuple[int, int] = (50, 150)):
-        """encode: text -> text token ids (SpeechLM.encode_text)."""
+        """encode: a shard's text -> text token ids (SpeechLM.encode_training_text)."""
         self.vocab, self.repetition, self.ref_frames = vocab, repetition, ref_frames
         rows = [(text, speaker, codes) for folder in shard_dirs for _, text, speaker, codes in read_shards(folder)
                 if text.strip() and 0 < len(codes) <= max_frames]

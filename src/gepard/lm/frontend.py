@@ -1,6 +1,7 @@
 """Text front ends: the string the LM's tokenizer reads, made from the text the user wrote.
 
-"text": the characters as written. "ipa": US English IPA from gruut (a lexicon plus a g2p model for
+"text": the characters as written. "track": one phone per codec frame in flite's timing, padded to a fixed
+length (lm/track.py); its training shards already hold each clip's own track (scripts/flite_track.py). "ipa": US English IPA from gruut (a lexicon plus a g2p model for
 unknown words, offline, MIT), numbers and dates spelled out, stress marks kept, punctuation kept after its
 word. A small model trained on a few hours of speech need not learn English spelling that way. The front
 end is stamped into the checkpoint (gepard.json), so inference replays what training saw.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-FRONT_ENDS = ("text", "ipa")
+FRONT_ENDS = ("text", "ipa", "track")
 
 
 def check_front_end(name: str) -> str:
@@ -21,7 +22,18 @@ def check_front_end(name: str) -> str:
 
 def to_units(text: str, front_end: str) -> str:
     """`text` as the tokenizer of a model with this front end reads it."""
-    return ipa(text) if check_front_end(front_end) == "ipa" else text
+    name = check_front_end(front_end)
+    if name == "track":
+        from gepard.lm.track import track
+
+        return track(text)
+    return ipa(text) if name == "ipa" else text
+
+
+def training_units(text: str, front_end: str) -> str:
+    """A token shard's text as the tokenizer reads it: shards made for the track front end hold the track of
+    each clip in its own timing already."""
+    return text if check_front_end(front_end) == "track" else to_units(text, front_end)
 
 
 @functools.lru_cache(maxsize=65536)

@@ -8,31 +8,36 @@ from gepard.engine.base import Request, SamplingParams
 from gepard.engine.sampling import sample_tokens
 from gepard.lm.layout import Repetition, prompt_tokens
 from gepard.lm.speech_lm import SpeechLM
+from gepard.lm.track import TRACK_FRAMES
 
 MAX_TEXT_TOKENS = 400  # longer texts are refused; streaming segmentation splits long input first
 
 
-def max_frames_for(n_text_tokens: int, frame_rate: float) -> int:
-    """The runaway guard: ~3x a slow speaking rate for the text, at least 2 s."""
+def max_frames_for(n_text_tokens: int, frame_rate: float, front_end: str = "text") -> int:
+    """The runaway guard: ~3x a slow speaking rate for the text, at least 2 s; a phone track says how long
+    the speech is, so there it is the track's length plus 1 s."""
+    if front_end == "track":
+        return TRACK_FRAMES + int(frame_rate)
     return int(frame_rate * max(2.0, 0.75 * n_text_tokens))
 
 
 def text_prompt(model: SpeechLM, text: str, repetition: Repetition | None = None) -> tuple[list[int], int]:
-    """Text -> (prompt token ids, text tokens); repetition defaults to the checkpoint's own (as trained)."""
+    """Text -> (prompt token ids, runaway guard in frames); repetition defaults to the checkpoint's own."""
     if not text or not text.strip():
         raise ValueError("the text is empty")
     ids = model.encode_text(text.strip())
     if len(ids) > MAX_TEXT_TOKENS:
         raise ValueError(f"the text is {len(ids)} tokens long; the limit for one utterance is {MAX_TEXT_TOKENS}")
-    return prompt_tokens(ids, model.vocab, (repetition or model.repetition).copies(len(ids))), len(ids)
+    guard = max_frames_for(len(ids), model.codec_frame_rate, model.text_front_end)
+    return prompt_tokens(ids, model.vocab, (repetition or model.repetition).copies(len(ids))), guard
 
 
 def text_request(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: SamplingParams = SamplingParams(),
                  repetition: Repetition | None = None) -> Request:
     """An engine request for `text` in the voice of the (1, K, H) prefix, with the runaway guard set."""
-    ids, n_text = text_prompt(model, text, repetition)
+    ids, guard = text_prompt(model, text, repetition)
     uncond = prompt_tokens([], model.vocab, 1) if sampling.cfg_scale != 1.0 else None
-    return Request(prefix[0], ids, max_frames_for(n_text, model.codec_frame_rate), sampling, uncond)
+    return Request(prefix[0], ids, guard, sampling, uncond)
 
 
 @torch.inference_mode()
@@ -44,9 +49,9 @@ def generate_codes(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: S
     trace: if given, gets one (entropy, NLL of the sampled token) per step, in nats, from the model's
     distribution over audio codes + <eos> (before temperature and top-k/top-p).
     """
-    ids, n_text = text_prompt(model, text, repetition)
+    ids, guard = text_prompt(model, text, repetition)
     vocab = model.vocab
-    limit = max_frames or max_frames_for(n_text, model.codec_frame_rate)
+    limit = max_frames or guard
     allowed = torch.full((vocab.size,), float("-inf"))
     allowed[vocab.audio_offset:] = 0.0
     allowed[vocab.special("<eos>")] = 0.0

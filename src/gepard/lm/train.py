@@ -16,13 +16,13 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from gepard.data.prepare import read_shards, shards_codec, shards_meta
-from gepard.lm.alignment import AlignmentConfig, AttentionTap, alignment_loss
+from gepard.lm.alignment import AlignmentConfig, AttentionTap, alignment_loss, frame_level_spans
 from gepard.lm.data import LMDataset
 from gepard.lm.layout import Repetition
 from gepard.lm.model import LMConfig, build_lm, init_audio_embeddings
 from gepard.lm.regularize import corrupt_audio_inputs, residual_dropout
 from gepard.lm.speech_lm import SpeechLM
-from gepard.lm.frontend import to_units
+from gepard.lm.frontend import training_units
 from gepard.lm.voice_regularize import diversity_loss, supcon_loss
 from gepard.lm.tokenizer import train_tokenizer, vocab_for
 from gepard.lm.transplant import transplant
@@ -69,7 +69,7 @@ def lr_at(step: int, cfg: LMTrainConfig) -> float:
 
 def build(cfg: LMTrainConfig, texts: list[str]) -> SpeechLM:
     """A fresh SpeechLM: tokenizer trained on `texts`, FSQ-structured audio embeddings."""
-    units = [to_units(t, cfg.text_front_end) for t in tqdm(texts, desc=f"text front end ({cfg.text_front_end})",
+    units = [training_units(t, cfg.text_front_end) for t in tqdm(texts, desc=f"text front end ({cfg.text_front_end})",
                                                            unit="utt", leave=False)]
     tokenizer = train_tokenizer(units, cfg.text_vocab)
     voice = ReferenceCompressor(VoiceConfig(**{**asdict(cfg.voice), "lm_hidden_size": cfg.lm.hidden_size,
@@ -107,8 +107,8 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
             print(f"started from {cfg.init} ({shared} of {model.vocab.text_size} text tokens shared)")
     model.codec_fingerprint = shards_codec([*cfg.shards, *cfg.val_shards])
     model.to(device)
-    data = LMDataset(cfg.shards, model.encode_text, model.vocab, model.repetition)
-    val = LMDataset(cfg.val_shards, model.encode_text, model.vocab, model.repetition) if cfg.val_shards else None
+    data = LMDataset(cfg.shards, model.encode_training_text, model.vocab, model.repetition)
+    val = LMDataset(cfg.val_shards, model.encode_training_text, model.vocab, model.repetition) if cfg.val_shards else None
     residual_dropout(model.lm, cfg.dropout)
     wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay,
@@ -196,6 +196,8 @@ def guided_alignment(tap: AttentionTap, cfg: AlignmentConfig, batch: dict[str, t
     """The alignment loss of the forward just run (its spans shifted past the K prefix embeddings)."""
     probs = tap.probabilities(cfg.heads, batch["lengths"] + prefix_len)
     spans = batch["spans"] + torch.tensor([prefix_len, 0, prefix_len, 0], device=batch["spans"].device)
+    if cfg.frame_level:
+        spans = frame_level_spans(spans)
     return alignment_loss(probs, spans, cfg.sigma)
 
 
