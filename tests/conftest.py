@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -72,4 +73,6 @@ def shipped_lm_dir() -> Path:
     path = models_dir() / "lm"
     if not (path / "model.safetensors").is_file():
         pytest.skip("the shipped speech LM (models/lm) is not present")
+    if shutil.which("flite") is None:
+        pytest.skip("flite is not installed (apt-get install flite): the shipped LM reads flite phone tracks")
     return path

@@ -4,8 +4,16 @@ import shutil
 
 import pytest
 
-from gepard.lm.frontend import to_units, training_units
-from gepard.lm.track import PAD, TRACK_FRAMES, aligned_flite, frame_phones, padded_track
+from gepard.lm.frontend import segment_chars, to_units, training_units
+from gepard.lm.generate import text_prompt
+from gepard.lm.layout import Repetition
+from gepard.lm.model import LMConfig
+from gepard.lm.speech_lm import SpeechLM
+from gepard.lm.tokenizer import encode_text
+from gepard.lm.track import MAX_TRACK_CHARS, PAD, TRACK_FRAMES, aligned_flite, frame_phones, padded_track, track
+from gepard.lm.train import LMTrainConfig, build
+from gepard.lm.voice import VoiceConfig
+from gepard.stream.text import segment_stream
 
 needs_flite = pytest.mark.skipif(shutil.which("flite") is None, reason="flite is not installed (apt-get install flite)")
 
@@ -32,3 +40,25 @@ def test_a_clip_and_its_track_have_one_phone_per_frame():
     track = to_units("Hello there, how are you?", "track")
     assert track.split()[: len(frames)] == frames and len(track.split()) == TRACK_FRAMES
     assert training_units(track, "track") == track  # shards hold tracks already
+
+
+@needs_flite
+def test_a_track_model_stamps_its_front_end_and_reads_tracks_at_inference(tmp_path):
+    cfg = LMTrainConfig(text_vocab=300, levels=[5, 4, 3], repetition=Repetition(), text_front_end="track",
+                        lm=LMConfig(hidden_size=32, layers=2, heads=2, kv_heads=1, head_dim=16, intermediate_size=64,
+                                    max_positions=512),
+                        voice=VoiceConfig(dim=16, heads=2, blocks=1, prefix_len=4))
+    model = build(cfg, [track("Hello there."), track("See you at nine.")])  # shard texts are tracks already
+    model.save_pretrained(tmp_path / "m")
+    again = SpeechLM.from_pretrained(tmp_path / "m")
+    assert again.text_front_end == "track"
+    assert again.encode_text("Hello there.") == encode_text(again.tokenizer, track("Hello there."))
+    ids, guard = text_prompt(again, "Hello there.")
+    assert guard == TRACK_FRAMES + 25  # the track says how long the speech is: its length plus 1 s
+
+
+def test_track_models_get_segments_short_enough_for_one_track():
+    text = "This sentence keeps going, and going, with more words than eight seconds of speech can hold. " * 3
+    segments = list(segment_stream([text], segment_chars("track")))
+    assert len(segments) > 3 and all(len(s) <= MAX_TRACK_CHARS for s in segments)
+    assert segment_chars("text") > MAX_TRACK_CHARS

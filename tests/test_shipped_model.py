@@ -41,7 +41,7 @@ def test_say_speaks_a_sentence_with_named_and_reference_voices(shipped_lm_dir, s
                                                                tmp_path):
     import soundfile as sf
 
-    for voice in ([], ["--voice", "joe"], ["--voice", str(speech_path)]):
+    for voice in ([], ["--voice", "slt"], ["--voice", str(speech_path)]):
         out = tmp_path / "hello.wav"
         r = CliRunner().invoke(app, ["say", "Hello there.", "-o", str(out), *voice])
         assert r.exit_code == 0, r.output

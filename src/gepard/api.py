@@ -13,6 +13,7 @@ from gepard.codec.files import load_codec
 from gepard.codec.model import Codec
 from gepard.engine.base import SamplingParams
 from gepard.engine.process import EngineProcess
+from gepard.lm.frontend import segment_chars
 from gepard.lm.generate import text_request
 from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.voices import resolve_voice
@@ -84,7 +85,8 @@ class TTS:
             raise ValueError("the text is empty")
         prefix = self.voice(voice)
         decoder = self.codec.stream()
-        for i, segment in enumerate(segment_stream(limited([text] if isinstance(text, str) else text))):
+        deltas = limited([text] if isinstance(text, str) else text)
+        for i, segment in enumerate(segment_stream(deltas, segment_chars(self.model.text_front_end))):
             sampling = SamplingParams(temperature=temperature, seed=seed + i)
             codes = self.engine.submit(text_request(self.model, normalize_for_speech(segment), prefix, sampling))
             try:

@@ -360,13 +360,15 @@ def eval_lm_cmd(
     out: Path = typer.Option(Path("docs/results/lm.md"), help="Report path (.json beside it)."),
     train_log: Path = typer.Option(None, help="The LM run's log.jsonl, for training facts."),
     engine: str = ENGINE_OPTION,
+    voices: str = typer.Option("", help="Only these corpus voices, comma-separated (default: all): a model trained "
+                               "on a few voices is measured on its own."),
 ):
     """WER, speaker similarity, short-register failure and runaway rates of the speech LM."""
     from gepard.api import TTS
     from gepard.eval.lm_report import evaluate_lm, write_report
 
     with TTS.load(model, codec, engine=engine) as tts:
-        results = evaluate_lm(tts, limit=limit, threads=threads)
+        results = evaluate_lm(tts, limit=limit, threads=threads, voices=[v for v in voices.split(",") if v] or None)
     write_report(results, invocation(ctx), out, train_log)
     typer.echo(out.read_text())
 

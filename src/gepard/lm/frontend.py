@@ -30,6 +30,14 @@ def to_units(text: str, front_end: str) -> str:
     return ipa(text) if name == "ipa" else text
 
 
+def segment_chars(front_end: str) -> int:
+    """The longest text segment one utterance of a model with this front end takes (a track holds 8 s)."""
+    from gepard.lm.track import MAX_TRACK_CHARS
+    from gepard.stream.text import MAX_CHARS
+
+    return MAX_TRACK_CHARS if check_front_end(front_end) == "track" else MAX_CHARS
+
+
 def training_units(text: str, front_end: str) -> str:
     """A token shard's text as the tokenizer reads it: shards made for the track front end hold the track of
     each clip in its own timing already."""

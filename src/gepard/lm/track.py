@@ -23,6 +23,7 @@ TRACK_FRAMES = 200  # 8 s at 25 Hz: the longest utterance one track holds
 TRACK_VOICE = "slt"  # the flite voice whose timing the front end uses at inference
 FRAME_S = 0.04
 PAD = "_"
+MAX_TRACK_CHARS = 90  # text per utterance: flite slt says ~17 characters a second (5th percentile 14)
 
 
 def flite_with_phones(voice: str, text: str) -> tuple[np.ndarray, list[tuple[str, float]]]:
