@@ -1,6 +1,7 @@
 import json
 from dataclasses import replace
 
+import soundfile as sf
 import torch
 
 from gepard.codec.model import Codec
@@ -23,6 +24,8 @@ def test_training_lowers_the_loss_and_resumes_where_it_stopped(speech_path, tmp_
     train_codec(TrainConfig(**cfg, stop_at=6), data, data, cache_dir=str(tmp_path / "cache"))
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == list(range(1, 7))
+    data_facts = json.loads((tmp_path / "run" / "data.json").read_text())  # what the report says it trained on
+    assert data_facts["utterances"] == 1 and abs(data_facts["hours"] * 3600 - sf.info(str(speech_path)).duration) < 0.1
     model = train_codec(TrainConfig(**cfg), data, data, cache_dir=str(tmp_path / "cache"))
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == list(range(1, 13))

@@ -19,8 +19,8 @@ def test_eval_codec_writes_the_report(tiny_codec_dir, tmp_path):
                                  "--out", str(out)])
     assert r.exit_code == 0, r.output
     summary = json.loads(out.with_suffix(".json").read_text())
-    assert set(summary["sets"]) == {"teacher_test", "real_heldout"}
-    assert summary["sets"]["teacher_test"]["utterances"] == 2
+    assert set(summary["sets"]) == {"teacher_test", "teacher_flite", "real_heldout"}
+    assert summary["sets"]["teacher_test"]["utterances"] == summary["sets"]["teacher_flite"]["utterances"] == 2
     assert summary["speed"]["decode_x_realtime"] > 0
     assert f"Command: `gepard eval codec --codec {tiny_codec_dir} --limit 2 --threads 1 --out {out}`" in out.read_text()
 

@@ -514,7 +514,7 @@ def train_codec_cmd(
     """Train the FSQ codec (default data: the shared corpus's real + teacher speech, minus held-out speakers)."""
     from gepard.codec.files import load_codec
     from gepard.codec.model import CodecConfig
-    from gepard.codec.train import TrainConfig, train_codec
+    from gepard.codec.train import SHARED_TRAINING_DATA, TrainConfig, train_codec
     from gepard.data.manifests import read_manifest, shared_split
 
     codec = load_codec(init).config if init else CodecConfig(stride=stride)
@@ -523,7 +523,8 @@ def train_codec_cmd(
     cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, lr=lr, threads=threads,
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
                       phase_weight=phase_weight, freeze_encoder=freeze_encoder,
-                      semantic_weight=semantic_weight, init=str(init or ""), codec=codec)
+                      semantic_weight=semantic_weight, init=str(init or ""), codec=codec,
+                      train_data=str(train) if train else SHARED_TRAINING_DATA)
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))
     if export:

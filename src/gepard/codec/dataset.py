@@ -42,6 +42,13 @@ def build_audio_cache(utterances: list[Utterance], root: str | Path, sample_rate
     return folder
 
 
+def cache_summary(folder: str | Path) -> dict:
+    """{"utterances", "hours"} of an audio cache."""
+    index = json.loads((Path(folder) / "index.json").read_text())
+    return {"utterances": len(index["spans"]),
+            "hours": sum(n for _, _, n in index["spans"]) / index["sample_rate"] / 3600}
+
+
 class RandomCrops:
     """Random (batch, length) crops from an audio cache, longer utterances drawn more often.
 

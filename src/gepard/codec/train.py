@@ -11,13 +11,15 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from gepard.codec.dataset import RandomCrops, build_audio_cache
+from gepard.codec.dataset import RandomCrops, build_audio_cache, cache_summary
 from gepard.codec.discriminator import MultiResolutionDiscriminator, discriminator_loss, generator_losses
 from gepard.codec.losses import SpectralLoss
 from gepard.codec.model import Codec, CodecConfig
 from gepard.codec.semantic import SemanticHead, build_feature_cache, load_features
 from gepard.data.manifests import Utterance
 from gepard.precision import autocast, precision_name
+
+SHARED_TRAINING_DATA = "the shared corpus: teacher train + real speech except the held-out speakers"
 
 
 @dataclass
@@ -40,6 +42,7 @@ class TrainConfig:
     freeze_encoder: bool = False  # train the decoder only: every code stays as it was
     semantic_weight: float = 0.0  # distil Whisper's encoder into the codes (semantic.py; 0: off)
     init: str = ""  # a saved codec to start from (its FSQ levels may differ from cfg.codec's)
+    train_data: str = SHARED_TRAINING_DATA  # what the training speech is, for reports
     threads: int = 2
     seed: int = 0
     codec: CodecConfig = field(default_factory=CodecConfig)
@@ -90,6 +93,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     semantic = cfg.semantic_weight > 0
     spf = cfg.codec.samples_per_frame
     folders = [build_audio_cache(utts, cache_dir, cfg.codec.sample_rate) for utts in (train, val)]
+    (run / "data.json").write_text(json.dumps(cache_summary(folders[0])))
     if semantic:
         folders = [build_feature_cache(folder, spf, cfg.threads) for folder in folders]
         if "semantic_head" not in ckpt:

@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from gepard.audio import load_audio
 from gepard.codec.model import Codec
+from gepard.codec.train import SHARED_TRAINING_DATA
 from gepard.data.manifests import Utterance, shared_split
 from gepard.eval.asr import get_transcriber, wer
 from gepard.eval.machine import describe_machine
@@ -20,6 +21,7 @@ from gepard.eval.similarity import get_speaker_encoder
 from gepard.eval.speed import codec_speed
 
 SETS = {"teacher_test": "teacher test set (24 voices, held-out sentences)",
+        "teacher_flite": "the same, flite voices only (awb, kal16, rms, slt: the shipped LM's voices)",
         "real_heldout": "held-out real speakers (LibriSpeech test-other, 10 speakers)"}
 TARGETS = {"wer_gap": 3.0, "cosine": 0.85, "decode_x_realtime": 100.0, "frame_ms": 10.0}
 
@@ -57,12 +59,19 @@ def evaluate_set(codec: Codec, utterances: list[Utterance], threads: int) -> dic
     }
 
 
+def evaluation_set(name: str) -> list[Utterance]:
+    """A shared split, or "teacher_flite": the teacher test set's flite voices."""
+    if name == "teacher_flite":
+        return [u for u in shared_split("teacher_test") if u.speaker.startswith("flite_")]
+    return shared_split(name)
+
+
 def evaluate_codec(codec: Codec, limit: int = 0, threads: int = 2) -> dict:
     """Everything the codec report shows, measured now."""
     torch.set_num_threads(threads)
     sets = {}
     for name in SETS:
-        utterances = shared_split(name)
+        utterances = evaluation_set(name)
         sets[name] = evaluate_set(codec, utterances[:limit] if limit else utterances, threads)
     speech = np.concatenate([load_audio(u.audio) for u in shared_split("real_heldout")[:10]])
     return {
@@ -124,14 +133,19 @@ def write_report(results: dict, command: str, out: Path, train_log: Path | None 
         lines += ["", f"Training: {log[-1]['step']} steps of batch {cfg.get('batch_size', 16)} × "
                   f"{cfg.get('crop_frames', 40) / results['frame_rate']:.1f} s crops in "
                   f"{log[-1]['elapsed_s'] / 3600:.2f} h on this CPU ({log[-1].get('precision', 'bf16 autocast')}), "
-                  "on 6.36 h of speech "
-                  f"(teacher train + real speech except the held-out speakers); losses: {losses}.",
+                  f"on {training_data(train_log.parent, cfg)}; losses: {losses}.",
                   "", f"![training and similarity]({out.stem}.png)"]
         plot(results, train_log, out.with_suffix(".png"))
     out.write_text("\n".join(lines) + "\n")
     summary = {k: v for k, v in results.items() if k != "sets"}
     summary["sets"] = {name: {k: v for k, v in r.items() if k != "rows"} for name, r in s.items()}
     out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def training_data(run: Path, cfg: dict) -> str:
+    """'H h of speech (what it is)' from a run's data.json (runs from before it: the shared corpus, 6.36 h)."""
+    hours = json.loads((run / "data.json").read_text())["hours"] if (run / "data.json").exists() else 6.36
+    return f"{hours:.2f} h of speech ({cfg.get('train_data', SHARED_TRAINING_DATA)})"
 
 
 def plot(results: dict, train_log: Path, path: Path) -> None:
