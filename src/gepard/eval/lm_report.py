@@ -6,6 +6,7 @@ import datetime
 import json
 import time
 import zlib
+from dataclasses import replace
 from collections import defaultdict
 from pathlib import Path
 
@@ -21,9 +22,11 @@ from gepard.eval.asr import get_transcriber, utterance_wer, wer
 from gepard.eval.machine import describe_machine
 from gepard.eval.similarity import get_speaker_encoder
 from gepard.engine.base import SamplingParams
+from gepard.lm.frontend import segment_chars
 from gepard.lm.generate import text_request
 from gepard.lm.layout import Repetition
 from gepard.lm.voices import prefix_from_audio
+from gepard.stream.text import segment_stream
 
 NO_REPETITION = Repetition(below=0)
 FAIL_WER = 0.5
@@ -49,19 +52,26 @@ def pick_reference(u: Utterance, by: dict[str, list[Utterance]], speaker: str | 
 def synthesize_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None]], desc: str,
                    sampling: SamplingParams = SamplingParams(seed=0),
                    concurrency: int = 16) -> list[tuple[np.ndarray, bool]]:
-    """(text, (1, K, H) prefix, repetition or None for the model's) jobs, run `concurrency` at a time
-    through the engine -> [(audio (T,), stopped before the guard)]."""
-    out = []
-    with tqdm(total=len(jobs), desc=desc, unit="utt") as bar:
-        for start in range(0, len(jobs), concurrency):
-            streams = [tts.engine.submit(text_request(tts.model, text, prefix, sampling, rep))
-                       for text, prefix, rep in jobs[start: start + concurrency]]
-            for stream in streams:
-                codes = list(stream)
-                audio = tts.codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
-                out.append((audio, stream.finished == "stop"))
+    """(text, (1, K, H) prefix, repetition or None for the model's) jobs, run `concurrency` segments at a time
+    through the engine -> [(audio (T,), stopped before the guard)]. A text is cut into segments as `TTS.stream`
+    cuts it (segment i sampled with seed + i) and its segments' codes are decoded as one utterance."""
+    max_chars = segment_chars(tts.model.text_front_end)
+    parts = [(j, replace(sampling, seed=sampling.seed + i), segment, prefix, rep)
+             for j, (text, prefix, rep) in enumerate(jobs)
+             for i, segment in enumerate(segment_stream([text], max_chars))]
+    codes: list[list[int]] = [[] for _ in jobs]
+    stopped = [True] * len(jobs)
+    with tqdm(total=len(parts), desc=desc, unit="segment") as bar:
+        for start in range(0, len(parts), concurrency):
+            batch = parts[start: start + concurrency]
+            streams = [tts.engine.submit(text_request(tts.model, segment, prefix, seg_sampling, rep))
+                       for _, seg_sampling, segment, prefix, rep in batch]
+            for (j, *_), stream in zip(batch, streams):
+                codes[j] += list(stream)
+                stopped[j] = stopped[j] and stream.finished == "stop"
                 bar.update(1)
-    return out
+    return [(tts.codec.decode(torch.tensor([c]))[0].numpy() if c else np.zeros(0, np.float32), ok)
+            for c, ok in zip(codes, stopped)]
 
 
 def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingParams = SamplingParams(seed=0),
