@@ -23,6 +23,10 @@ def test_dpo_loss_hand_computed():
     same = dpo_loss(torch.tensor([-1.0, -5.0]), torch.tensor([-2.0, -1.0]), torch.tensor([-1.0, -5.0]),
                     torch.tensor([-2.0, -1.0]))
     assert same.item() == pytest.approx(math.log(2), abs=1e-6)  # a policy equal to its reference: no preference
+    # with the chosen rollout's NLL (weight 0.5): + 0.5 * 2.0 = 1.263282
+    rpo = dpo_loss(torch.tensor([-2.0]), torch.tensor([-3.0]), torch.tensor([-2.4]), torch.tensor([-2.8]), beta=2.0,
+                   nll_weight=0.5)
+    assert rpo.item() == pytest.approx(1.263282, abs=1e-6)
 
 
 def test_dpo_loss_gradient_raises_chosen_and_lowers_rejected():
@@ -75,6 +79,25 @@ def test_sequence_logprobs_are_mean_logprobs_of_the_labelled_tokens():
             keep = torch.tensor(labels) != IGNORE
             expected = -F.cross_entropy(logits[keep], torch.tensor(labels)[keep])
             assert got[row].item() == pytest.approx(expected.item(), abs=1e-5)
+
+
+def test_prompts_from_a_texts_file_take_voices_and_references_from_the_shards(tmp_path):
+    from gepard.dpo.pipeline import DPOConfig, make_prompts
+    from gepard.data.prepare import read_shards
+    from tests.test_lm_train import write_shards
+
+    write_shards(tmp_path / "shards")
+    (tmp_path / "texts.txt").write_text("Yes.\nNo way!\nThe train leaves at nine tonight.\nSee you at the station soon.\n")
+    cfg = DPOConfig(shards=[str(tmp_path / "shards")], texts=str(tmp_path / "texts.txt"), prompts=3, short_share=0.6)
+    prompts = make_prompts(cfg)
+    shard_codes = {speaker: [c.tolist() for *_, s, c in read_shards(tmp_path / "shards") if s == speaker]
+                   for speaker in ("s0", "s1", "s2")}
+    assert [len(p["text"].split()) <= 3 for p in prompts] == [True, True, False]  # round(3 * 0.6) short ones first
+    assert {p["text"] for p in prompts} <= {"Yes.", "No way!", "The train leaves at nine tonight.",
+                                            "See you at the station soon."}
+    for p in prompts:  # each reference is a crop of one of its voice's utterances
+        assert any(str(p["ref_codes"])[1:-1] in str(c) for c in shard_codes[p["speaker"]])
+    assert prompts == make_prompts(cfg)  # deterministic
 
 
 def test_dpo_pipeline_end_to_end_on_tiny_models(tmp_path, tiny_lm_dir, tiny_codec_dir):

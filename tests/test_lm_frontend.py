@@ -2,7 +2,7 @@
 
 import pytest
 
-from gepard.lm.frontend import ipa, to_units
+from gepard.lm.frontend import ipa, null_units, to_units
 from gepard.lm.layout import Repetition
 from gepard.lm.model import LMConfig
 from gepard.lm.speech_lm import SpeechLM
@@ -25,6 +25,7 @@ def test_ipa_spells_out_numbers_and_survives_odd_input():
 
 def test_text_front_end_is_the_identity_and_unknown_names_are_refused():
     assert to_units("Hi, Alex!", "text") == "Hi, Alex!"
+    assert null_units("text") == "" and null_units("ipa") == ""  # CFG's unconditional branch: no text
     with pytest.raises(ValueError, match="unknown text front end 'phones'"):
         to_units("hi", "phones")
 

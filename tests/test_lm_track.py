@@ -3,14 +3,17 @@
 import shutil
 
 import pytest
+import torch
 
 from gepard.lm.frontend import segment_chars, to_units, training_units
-from gepard.lm.generate import text_prompt
-from gepard.lm.layout import Repetition
+from gepard.engine.base import SamplingParams
+from gepard.lm.generate import text_prompt, text_request
+from gepard.lm.layout import Repetition, prompt_tokens
 from gepard.lm.model import LMConfig
 from gepard.lm.speech_lm import SpeechLM
 from gepard.lm.tokenizer import encode_text
-from gepard.lm.track import MAX_TRACK_CHARS, PAD, TRACK_FRAMES, aligned_flite, frame_phones, padded_track, track
+from gepard.lm.track import (MAX_TRACK_CHARS, PAD, TRACK_FRAMES, aligned_flite, frame_phones, padded_track, track,
+                             track_seconds)
 from gepard.lm.train import LMTrainConfig, build
 from gepard.lm.voice import VoiceConfig
 from gepard.stream.text import segment_stream
@@ -55,6 +58,12 @@ def test_a_track_model_stamps_its_front_end_and_reads_tracks_at_inference(tmp_pa
     assert again.encode_text("Hello there.") == encode_text(again.tokenizer, track("Hello there."))
     ids, guard = text_prompt(again, "Hello there.")
     assert guard == TRACK_FRAMES + 25  # the track says how long the speech is: its length plus 1 s
+    # two-pass CFG's unconditional branch reads a track of pads only (silence), never an empty prompt
+    assert again.null_text() == encode_text(again.tokenizer, padded_track([])) == encode_text(
+        again.tokenizer, " ".join([PAD] * TRACK_FRAMES))
+    uncond = text_request(again, "Hello there.", torch.zeros(1, 4, 32), SamplingParams(cfg_scale=3.0)).uncond_prompt_ids
+    assert uncond == prompt_tokens(again.null_text(), again.vocab, 1)
+    assert track_seconds("Hello there.") == pytest.approx(track("Hello there.").split().index(PAD) * 0.04)
 
 
 def test_track_models_get_segments_short_enough_for_one_track():

@@ -1,8 +1,11 @@
 """New training sentences: novel, never held out, bounded, reproducible."""
 
 import pytest
+from typer.testing import CliRunner
 
-from gepard.data.sentences import markov_sentences
+from gepard.cli import app
+from gepard.data.sentences import markov_sentences, pool_sentences
+from gepard.paths import shared_data_dir
 
 CORPUS = ["the cat sat on the mat today", "a dog sat on the rug today", "the cat ran to the rug at noon",
           "a bird sat on the mat at noon", "the dog ran to the mat today"]
@@ -26,3 +29,13 @@ def test_sentences_are_reproducible():
 def test_too_small_a_corpus_says_so():
     with pytest.raises(ValueError, match="only .* new sentences"):
         markov_sentences(CORPUS[:1], 3)
+
+
+@pytest.mark.skipif(shared_data_dir() is None, reason="the shared corpus (../shared/data) is absent")
+def test_pool_option_writes_the_pools_training_texts_and_nothing_held_out(tmp_path):
+    training, held_out = pool_sentences(shared_data_dir())
+    r = CliRunner().invoke(app, ["data", "sentences", str(tmp_path / "pool.txt"), "--pool"])
+    assert r.exit_code == 0, r.output
+    lines = (tmp_path / "pool.txt").read_text(encoding="utf-8").splitlines()
+    assert lines == training and not set(lines) & held_out
+    assert any(len(line.split()) <= 2 for line in lines)  # the short replies come along

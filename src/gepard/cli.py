@@ -271,6 +271,8 @@ def data_sentences(
     out: Path = typer.Argument(..., help="Text file to write, one sentence per line."),
     count: int = typer.Option(10000, help="How many sentences."),
     seed: int = typer.Option(0, help="Random seed."),
+    pool: bool = typer.Option(False, "--pool", help="Write the pool's own training texts instead (all of them, "
+                              "1-2 word replies included: e.g. the prompts of gepard train dpo --texts)."),
 ):
     """New training sentences recombined from the shared pool's training text (never a held-out one)."""
     from gepard.data.sentences import markov_sentences, pool_sentences
@@ -280,8 +282,9 @@ def data_sentences(
     if data is None:
         raise FileNotFoundError("the shared corpus is not here (set GEPARD_DATA)")
     training, held_out = pool_sentences(data)
-    out.write_text("\n".join(markov_sentences(training, count, held_out, seed)) + "\n", encoding="utf-8")
-    typer.echo(f"{count} sentences -> {out}; next: gepard data synthesize DIR --texts {out}")
+    sentences = training if pool else markov_sentences(training, count, held_out, seed)
+    out.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    typer.echo(f"{len(sentences)} sentences -> {out}; next: gepard data synthesize DIR --texts {out}")
 
 
 @codec_app.command("encode")
@@ -409,6 +412,7 @@ def eval_probes_cmd(
     codec: Path = CODEC_OPTION,
     limit: int = typer.Option(0, help="Use only the first N items of each set (0 = all)."),
     rollouts: int = typer.Option(4, help="Seeds per item and mode (for min-WER)."),
+    voices: str = typer.Option("", help="Only these corpus voices, comma-separated (default: all), as in eval lm."),
     threads: int = typer.Option(2, help="CPU threads."),
     out: Path = typer.Option(Path("docs/results/probes.md"), help="Report path (.json and .png beside it)."),
 ):
@@ -417,7 +421,7 @@ def eval_probes_cmd(
     from gepard.eval.probes import run_probes, write_probes_report
 
     with TTS.load(model, codec, slots=1) as tts:
-        rows = run_probes(tts, limit, rollouts, threads)
+        rows = run_probes(tts, limit, rollouts, threads, [v for v in voices.split(",") if v] or None)
     write_probes_report(rows, invocation(ctx), out)
     typer.echo(out.read_text())
 
@@ -432,6 +436,7 @@ def eval_dpo_cmd(
     limit: int = typer.Option(0, help="Use only the first N utterances of each set (0 = all)."),
     cfg_scale: float = typer.Option(3.0, help="Text CFG scale of the two-pass baseline."),
     cfg_frames: int = typer.Option(20, help="Frames the two-pass baseline guides."),
+    voices: str = typer.Option("", help="Only these corpus voices, comma-separated (default: all), as in eval lm."),
     threads: int = typer.Option(2, help="CPU threads."),
     out: Path = typer.Option(Path("docs/results/dpo.md"), help="Report path (.json beside it)."),
 ):
@@ -444,7 +449,8 @@ def eval_dpo_cmd(
     results = {}
     for name, folder, sampling in configurations(model or models_dir() / "lm", dpo_model, cfg_scale, cfg_frames):
         with TTS.load(folder, codec, slots=32) as tts:
-            results[name] = evaluate_lm(tts, limit, threads, sampling, plain_short=False)
+            results[name] = evaluate_lm(tts, limit, threads, sampling, plain_short=False,
+                                        voices=[v for v in voices.split(",") if v] or None)
     write_dpo_report(results, invocation(ctx), out, dpo_model.parent / "log.jsonl")
     typer.echo(out.read_text())
 
@@ -588,19 +594,23 @@ def train_lm_cmd(
 def train_dpo_cmd(
     run_dir: str = typer.Option("runs/dpo", help="Prompts, scored rollouts, pairs, checkpoints; a run resumes."),
     model: str = typer.Option("models/lm", help="The model to improve (also the frozen DPO reference)."),
-    shards: list[str] = typer.Option(["shards/train"], help="Token shards the prompts come from."),
+    shards: list[str] = typer.Option(["shards/train"], help="Token shards the prompts (and their voices) come from."),
+    texts: str = typer.Option(None, help="One prompt text per line, each given a voice of the shards "
+                                        "(needed for a phone-track model, whose shards hold tracks)."),
     prompts: int = typer.Option(200, help="Prompts to roll out (60% of them short: at most 3 words)."),
     samples: int = typer.Option(4, help="Rollouts per prompt with single-pass and again with two-pass CFG."),
     steps: int = typer.Option(200, help="DPO optimizer steps."),
     lr: float = typer.Option(1e-5),
     beta: float = typer.Option(2.0, help="DPO beta (on length-normalized log-probs)."),
+    nll_weight: float = typer.Option(0.0, help="Add this times the chosen rollouts' NLL to the loss (RPO)."),
     threads: int = typer.Option(2, help="CPU threads."),
 ):
     """Distil two-pass text CFG into single-pass weights: rollouts, rewards, pairs, DPO -> RUN_DIR/export."""
     from gepard.dpo.pipeline import DPOConfig, train_dpo
 
-    export = train_dpo(DPOConfig(run_dir=run_dir, model=model, shards=shards, prompts=prompts, samples=samples,
-                                 steps=steps, lr=lr, beta=beta, threads=threads))
+    export = train_dpo(DPOConfig(run_dir=run_dir, model=model, shards=shards, texts=texts, prompts=prompts,
+                                 samples=samples, steps=steps, lr=lr, beta=beta, nll_weight=nll_weight,
+                                 threads=threads))
     typer.echo(f"saved {export}")
 
 

@@ -19,6 +19,7 @@ import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -27,7 +28,9 @@ from tqdm import tqdm
 from gepard.dpo.loss import dpo_loss
 from gepard.dpo.pairs import Rollout, build_pairs
 from gepard.dpo.rewards import RewardWeights, expected_duration, reward
+from gepard.lm.frontend import segment_chars
 from gepard.precision import autocast
+from gepard.stream.text import MAX_CHARS
 
 
 @dataclass
@@ -36,6 +39,7 @@ class DPOConfig:
     model: str = "models/lm"
     codec: str | None = None  # the shipped codec unless given
     shards: list[str] = field(default_factory=lambda: ["shards/train"])
+    texts: str | None = None  # one text per line for the prompts (else the shards' own; a track model's are tracks)
     prompts: int = 200
     short_share: float = 0.6  # share of prompts with at most 3 words
     samples: int = 4  # rollouts per prompt and mode (single-pass, two-pass CFG)
@@ -43,6 +47,7 @@ class DPOConfig:
     cfg_frames: int = 20
     min_margin: float = 0.2
     beta: float = 2.0
+    nll_weight: float = 0.0  # weight of the chosen rollouts' NLL added to the DPO loss (dpo_loss)
     lr: float = 1e-5
     steps: int = 200
     batch_pairs: int = 4
@@ -52,8 +57,10 @@ class DPOConfig:
     weights: RewardWeights = field(default_factory=RewardWeights)
 
 
-def make_prompts(cfg: DPOConfig) -> list[dict]:
-    """[{text, speaker, ref_codes}], `short_share` of them with at most 3 words."""
+def make_prompts(cfg: DPOConfig, max_chars: int = MAX_CHARS) -> list[dict]:
+    """[{text, speaker, ref_codes}], `short_share` of them with at most 3 words. Texts come from `cfg.texts`
+    (each given a random voice of the shards; only those one utterance of at most `max_chars` holds) or from
+    the shards; the reference is another utterance of the voice."""
     from gepard.data.prepare import read_shards
 
     rng = random.Random(cfg.seed)
@@ -62,15 +69,21 @@ def make_prompts(cfg: DPOConfig) -> list[dict]:
     for folder in cfg.shards:
         for _, text, speaker, codes in read_shards(folder):
             by_speaker[speaker].append(codes)
-            if text.strip():
+            if text.strip() and not cfg.texts:
                 items.append((text, speaker, codes))
+    if cfg.texts:
+        voices = sorted(by_speaker)
+        lines = [line.strip() for line in Path(cfg.texts).read_text(encoding="utf-8").splitlines()]
+        items = [(line, rng.choice(voices), None) for line in lines if 0 < len(line) <= max_chars]
+    if not items:
+        raise ValueError("no prompt texts: the shards hold no transcribed utterance and no --texts file was given")
     short = [it for it in items if len(it[0].split()) <= 3]
     normal = [it for it in items if len(it[0].split()) > 3]
     n_short = min(len(short), round(cfg.prompts * cfg.short_share)) if short else 0
     chosen = rng.sample(short, n_short) + rng.sample(normal, min(len(normal), cfg.prompts - n_short))
     prompts = []
     for text, speaker, codes in chosen:
-        pool = [c for c in by_speaker[speaker] if c is not codes] or [codes]
+        pool = [c for c in by_speaker[speaker] if c is not codes] or by_speaker[speaker]
         ref = pool[rng.randrange(len(pool))]
         n = min(len(ref), rng.randint(50, 150))
         start = rng.randint(0, len(ref) - n)
@@ -78,14 +91,19 @@ def make_prompts(cfg: DPOConfig) -> list[dict]:
     return prompts
 
 
-def speaking_rate(cfg: DPOConfig, frame_rate: float) -> float:
-    """Median normalized characters per second of the training speech."""
+def expected_seconds(model, cfg: DPOConfig) -> Callable[[str], float]:
+    """text -> the duration the length penalty expects: a phone track's own length for a track model, else
+    the text's characters at the median speaking rate of the training speech."""
     from gepard.data.prepare import read_shards
     from gepard.eval.asr import normalize_text
+    from gepard.lm.track import track_seconds
 
-    rates = [len(normalize_text(text)) * frame_rate / len(codes) for folder in cfg.shards
+    if model.text_front_end == "track":
+        return track_seconds
+    rates = [len(normalize_text(text)) * model.codec_frame_rate / len(codes) for folder in cfg.shards
              for _, text, _, codes in read_shards(folder) if text.strip() and len(codes)]
-    return float(np.median(rates))
+    rate = float(np.median(rates))
+    return lambda text: expected_duration(text, rate)
 
 
 def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollout]:
@@ -98,7 +116,7 @@ def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollou
 
     done = {r["prompt"] for r in read_jsonl(out)}
     asr, speakers = get_transcriber(cfg.threads), get_speaker_encoder()
-    rate, frame_rate = speaking_rate(cfg, tts.model.codec_frame_rate), tts.model.codec_frame_rate
+    expected, frame_rate = expected_seconds(tts.model, cfg), tts.model.codec_frame_rate
     with open(out, "a") as f:
         for i, p in enumerate(tqdm(prompts, desc="rollouts", unit="prompt")):
             if i in done:
@@ -120,7 +138,7 @@ def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollou
                 duration = len(codes) / frame_rate
                 row = {"prompt": i, "seed": seed, "cfg": cfg_on, "codes": codes, "stopped": stream.finished == "stop",
                        "wer": wer, "cosine": cosine, "duration_s": duration,
-                       "reward": reward(wer, duration, expected_duration(p["text"], rate), cosine, cfg.weights)}
+                       "reward": reward(wer, duration, expected(p["text"]), cosine, cfg.weights)}
                 f.write(json.dumps(row) + "\n")
             f.flush()
     return [Rollout(**{k: r[k] for k in ("prompt", "seed", "cfg", "codes", "stopped", "reward")})
@@ -174,11 +192,15 @@ def train_dpo(cfg: DPOConfig) -> Path:
     run = Path(cfg.run_dir)
     run.mkdir(parents=True, exist_ok=True)
     (run / "dpo_config.json").write_text(json.dumps(asdict(cfg), indent=2))
-    if not (run / "prompts.json").exists():
-        (run / "prompts.json").write_text(json.dumps(make_prompts(cfg)))
-    prompts = json.loads((run / "prompts.json").read_text())
     if not (run / "pairs.pt").exists():
         with TTS.load(cfg.model, cfg.codec, slots=3 * cfg.samples) as tts:  # a CFG rollout takes two slots
+            if tts.model.text_front_end == "track" and not cfg.texts:
+                raise ValueError("a phone-track model's shards hold tracks, not text: give the prompts' texts "
+                                 "with --texts FILE")
+            if not (run / "prompts.json").exists():
+                max_chars = segment_chars(tts.model.text_front_end)
+                (run / "prompts.json").write_text(json.dumps(make_prompts(cfg, max_chars)))
+            prompts = json.loads((run / "prompts.json").read_text())
             rollouts = roll_out(tts, cfg, prompts, run / "rollouts.jsonl")
             pairs = build_pairs(rollouts, cfg.min_margin)
             if not pairs:
@@ -202,7 +224,7 @@ def train_dpo(cfg: DPOConfig) -> Path:
             chosen, rejected = pair_logprobs(model, part)
             ref_c = torch.tensor([d["ref_chosen"] for d in part])
             ref_r = torch.tensor([d["ref_rejected"] for d in part])
-            loss = dpo_loss(chosen, rejected, ref_c, ref_r, cfg.beta)
+            loss = dpo_loss(chosen, rejected, ref_c, ref_r, cfg.beta, cfg.nll_weight)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.lm.parameters(), 1.0)

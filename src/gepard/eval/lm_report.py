@@ -49,6 +49,25 @@ def pick_reference(u: Utterance, by: dict[str, list[Utterance]], speaker: str | 
     return others[zlib.crc32(u.id.encode()) % len(others)]
 
 
+class VoicePicker:
+    """Utterance -> ((1, K, H) prefix, (T,) reference audio) of a different utterance of its voice from the
+    teacher test set; with `voices`, an utterance in any other voice gets one of these (chosen by its id)."""
+
+    def __init__(self, tts: TTS, voices: list[str] | None = None):
+        self.tts, self.voices = tts, voices
+        self.by = references_by_speaker(shared_split("teacher_test"))
+        self.cache: dict[str, tuple[torch.Tensor, np.ndarray]] = {}
+
+    def __call__(self, u: Utterance) -> tuple[torch.Tensor, np.ndarray]:
+        voices = self.voices
+        speaker = voices[zlib.crc32(u.id.encode()) % len(voices)] if voices and u.speaker not in voices else None
+        ref = pick_reference(u, self.by, speaker)
+        if ref.id not in self.cache:
+            audio = load_audio(ref.audio)
+            self.cache[ref.id] = (prefix_from_audio(self.tts.model, self.tts.codec, audio, ref.id)[None], audio)
+        return self.cache[ref.id]
+
+
 def synthesize_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None]], desc: str,
                    sampling: SamplingParams = SamplingParams(seed=0),
                    concurrency: int = 16) -> list[tuple[np.ndarray, bool]]:
@@ -81,17 +100,7 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingPa
     corpus voices, and short-register items spoken in one of them (for a model trained on a few voices)."""
     torch.set_num_threads(threads)
     asr, speakers = get_transcriber(threads), get_speaker_encoder()
-    by = references_by_speaker(shared_split("teacher_test"))
-    prefixes: dict[str, tuple[torch.Tensor, np.ndarray]] = {}
-
-    def voice_of(u: Utterance):
-        speaker = voices[zlib.crc32(u.id.encode()) % len(voices)] if voices and u.speaker not in voices else None
-        ref = pick_reference(u, by, speaker)
-        if ref.id not in prefixes:
-            audio = load_audio(ref.audio)
-            prefixes[ref.id] = (prefix_from_audio(tts.model, tts.codec, audio, ref.id)[None], audio)
-        return prefixes[ref.id]
-
+    voice_of = VoicePicker(tts, voices)
     test = [u for u in shared_split("teacher_test") if not voices or u.speaker in voices]
     test = test[:limit] if limit else test
     rows = []

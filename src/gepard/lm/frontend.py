@@ -38,6 +38,16 @@ def segment_chars(front_end: str) -> int:
     return MAX_TRACK_CHARS if check_front_end(front_end) == "track" else MAX_CHARS
 
 
+def null_units(front_end: str) -> str:
+    """What the unconditional branch of text CFG reads: no text, or for a phone track a track of pads only
+    (silence, which every training track ends in; a track model never saw a prompt without its track)."""
+    if check_front_end(front_end) == "track":
+        from gepard.lm.track import padded_track
+
+        return padded_track([])
+    return ""
+
+
 def training_units(text: str, front_end: str) -> str:
     """A token shard's text as the tokenizer reads it: shards made for the track front end hold the track of
     each clip in its own timing already."""

@@ -36,7 +36,7 @@ def text_request(model: SpeechLM, text: str, prefix: torch.Tensor, sampling: Sam
                  repetition: Repetition | None = None) -> Request:
     """An engine request for `text` in the voice of the (1, K, H) prefix, with the runaway guard set."""
     ids, guard = text_prompt(model, text, repetition)
-    uncond = prompt_tokens([], model.vocab, 1) if sampling.cfg_scale != 1.0 else None
+    uncond = prompt_tokens(model.null_text(), model.vocab, 1) if sampling.cfg_scale != 1.0 else None
     return Request(prefix[0], ids, guard, sampling, uncond)
 
 

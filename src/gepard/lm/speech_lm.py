@@ -20,7 +20,7 @@ from torch import nn
 from transformers import AutoModelForCausalLM
 from transformers.utils import logging as hf_logging
 
-from gepard.lm.frontend import check_front_end, to_units, training_units
+from gepard.lm.frontend import check_front_end, null_units, to_units, training_units
 from gepard.lm.layout import IGNORE, Repetition, Vocab
 from gepard.lm.tokenizer import encode_text, load_tokenizer, vocab_for
 from gepard.lm.voice import ReferenceCompressor, VoiceConfig
@@ -43,6 +43,10 @@ class SpeechLM(nn.Module):
     def encode_text(self, text: str) -> list[int]:
         """Text as the user wrote it -> text token ids, through the front end the model was trained with."""
         return encode_text(self.tokenizer, to_units(text, self.text_front_end))
+
+    def null_text(self) -> list[int]:
+        """Text token ids of the unconditional branch of text CFG (`null_units`)."""
+        return encode_text(self.tokenizer, null_units(self.text_front_end))
 
     def encode_training_text(self, text: str) -> list[int]:
         """A token shard's text -> text token ids (`training_units`)."""

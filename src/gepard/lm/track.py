@@ -67,3 +67,8 @@ def padded_track(frames: list[str]) -> str:
 def track(text: str) -> str:
     """Text -> its padded phone track in TRACK_VOICE's timing."""
     return padded_track(aligned_flite(TRACK_VOICE, text)[1])
+
+
+def track_seconds(text: str) -> float:
+    """How long TRACK_VOICE takes to say `text`, in whole frames."""
+    return len(aligned_flite(TRACK_VOICE, text)[1]) * FRAME_S
