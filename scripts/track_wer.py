@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from gepard.api import TTS
 from gepard.audio import load_audio
+from gepard.codec.files import decode_codes
 from gepard.data.manifests import read_jsonl
 from gepard.engine.base import SamplingParams
 from gepard.eval.asr import get_transcriber, wer
@@ -64,7 +65,7 @@ def main() -> None:
                 stream = tts.engine.submit(text_request(tts.model, words[u.id], prefix, sampling))
                 codes = list(stream)
                 stops += stream.finished == "stop"
-                audio = tts.codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
+                audio = decode_codes(tts.codec, codes)
                 heard.append(asr.transcribe(audio))
                 cosines.append(encoder.cosine(ref_audio, audio) if len(audio) > 8000 else 0.0)
         score = 100 * wer([words[u.id] for u in test], heard)

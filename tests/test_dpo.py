@@ -113,7 +113,8 @@ def test_dpo_pipeline_end_to_end_on_tiny_models(tmp_path, tiny_lm_dir, tiny_code
                     checkpoint_every=1, threads=1)
     export = train_dpo(cfg)
     rollouts = [json.loads(line) for line in (tmp_path / "dpo" / "rollouts.jsonl").read_text().splitlines()]
-    assert len(rollouts) == 3 * 2 * 2 and {r["cfg"] for r in rollouts} == {True, False}
+    assert len(rollouts) == 3 * 2 * 2
+    assert {(r["seed"], r["cfg"]) for r in rollouts} == {(seed, on) for seed in (0, 1) for on in (True, False)}
     log = [json.loads(line) for line in (tmp_path / "dpo" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == [1, 2]
     assert log[0]["loss"] == pytest.approx(math.log(2), abs=0.02)  # the policy starts as its own reference

@@ -28,10 +28,11 @@ def test_eval_codec_writes_the_report(tiny_codec_dir, tmp_path):
 def test_eval_lm_writes_the_report(tiny_lm_dir, tiny_codec_dir, tmp_path):
     out = tmp_path / "lm.md"
     r = CliRunner().invoke(app, ["eval", "lm", "--model", str(tiny_lm_dir), "--codec", str(tiny_codec_dir),
-                                 "--limit", "2", "--threads", "1", "--out", str(out)])
+                                 "--limit", "2", "--threads", "1", "--temperature", "0.5", "--out", str(out)])
     assert r.exit_code == 0, r.output
     summary = json.loads(out.with_suffix(".json").read_text())
     assert summary["test_utterances"] == 2 and summary["short_items"] == 2 and summary["generations"] == 6
+    assert summary["temperature"] == 0.5 and "Sampling: temperature 0.5," in out.read_text()
     assert 0 <= summary["runaway_rate"] <= 100
 
 

@@ -1,7 +1,5 @@
 """Starting from another model whose tokenizer or codebook differs."""
 
-import dataclasses
-
 import pytest
 import torch
 

@@ -365,13 +365,16 @@ def eval_lm_cmd(
     engine: str = ENGINE_OPTION,
     voices: str = typer.Option("", help="Only these corpus voices, comma-separated (default: all): a model trained "
                                "on a few voices is measured on its own."),
+    temperature: float = typer.Option(0.8, help="Sampling temperature (0 = greedy)."),
 ):
     """WER, speaker similarity, short-register failure and runaway rates of the speech LM."""
     from gepard.api import TTS
+    from gepard.engine.base import SamplingParams
     from gepard.eval.lm_report import evaluate_lm, write_report
 
     with TTS.load(model, codec, engine=engine) as tts:
-        results = evaluate_lm(tts, limit=limit, threads=threads, voices=[v for v in voices.split(",") if v] or None)
+        results = evaluate_lm(tts, limit=limit, threads=threads, sampling=SamplingParams(temperature=temperature),
+                              voices=[v for v in voices.split(",") if v] or None)
     write_report(results, invocation(ctx), out, train_log)
     typer.echo(out.read_text())
 

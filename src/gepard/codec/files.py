@@ -21,6 +21,11 @@ def load_codec(path: str | Path | None = None, dtype: torch.dtype = torch.float3
     return Codec.from_pretrained(path, dtype)
 
 
+def decode_codes(codec: Codec, codes: list[int]) -> np.ndarray:
+    """One utterance's codes -> (T,) float32 audio (empty for no codes)."""
+    return codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
+
+
 def encode_file(codec: Codec, path: str | Path, chunk_seconds: float = 30.0) -> np.ndarray:
     """Audio file -> (J,) int64 codes, encoded chunk by chunk with the encoder's causal state."""
     spf = codec.config.samples_per_frame

@@ -17,7 +17,7 @@ import random
 import shutil
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -108,6 +108,7 @@ def expected_seconds(model, cfg: DPOConfig) -> Callable[[str], float]:
 
 def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollout]:
     """Generate and score the rollouts of every prompt not yet in `out` (appended per prompt)."""
+    from gepard.codec.files import decode_codes
     from gepard.engine.base import SamplingParams
     from gepard.eval.asr import get_transcriber, utterance_wer
     from gepard.eval.similarity import get_speaker_encoder
@@ -126,13 +127,15 @@ def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollou
                 prefix = tts.model.prefix(ref)
             ref_audio = tts.codec.decode(ref)[0].numpy()
             text = normalize_for_speech(p["text"])
+            # one request per mode (the text front end runs once each), one rollout per seed
+            requests = {cfg_on: text_request(tts.model, text, prefix, SamplingParams(
+                cfg_scale=cfg.cfg_scale if cfg_on else 1.0, cfg_frames=cfg.cfg_frames)) for cfg_on in (False, True)}
             modes = [(seed, False) for seed in range(cfg.samples)] + [(seed, True) for seed in range(cfg.samples)]
-            streams = [tts.engine.submit(text_request(tts.model, text, prefix, SamplingParams(
-                seed=seed, cfg_scale=cfg.cfg_scale if cfg_on else 1.0, cfg_frames=cfg.cfg_frames)))
-                for seed, cfg_on in modes]
+            streams = [tts.engine.submit(replace(requests[on], sampling=replace(requests[on].sampling, seed=seed)))
+                       for seed, on in modes]
             for (seed, cfg_on), stream in zip(modes, streams):
                 codes = list(stream)
-                audio = tts.codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
+                audio = decode_codes(tts.codec, codes)
                 wer = utterance_wer(p["text"], asr.transcribe(audio)) if codes else 1.0
                 cosine = speakers.cosine(audio, ref_audio) if codes else 0.0
                 duration = len(codes) / frame_rate

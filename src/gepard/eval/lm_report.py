@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from gepard.api import TTS
 from gepard.audio import load_audio
+from gepard.codec.files import decode_codes
 from gepard.data.manifests import Utterance, shared_split
 from gepard.data.prepare import read_shards
 from gepard.eval.asr import get_transcriber, utterance_wer, wer
@@ -71,9 +72,16 @@ class VoicePicker:
 def synthesize_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None]], desc: str,
                    sampling: SamplingParams = SamplingParams(seed=0),
                    concurrency: int = 16) -> list[tuple[np.ndarray, bool]]:
+    """generate_all, each utterance's codes decoded -> [(audio (T,), stopped before the guard)]."""
+    return [(decode_codes(tts.codec, codes), ok) for codes, ok in generate_all(tts, jobs, desc, sampling, concurrency)]
+
+
+def generate_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None]], desc: str,
+                 sampling: SamplingParams = SamplingParams(seed=0),
+                 concurrency: int = 16) -> list[tuple[list[int], bool]]:
     """(text, (1, K, H) prefix, repetition or None for the model's) jobs, run `concurrency` segments at a time
-    through the engine -> [(audio (T,), stopped before the guard)]. A text is cut into segments as `TTS.stream`
-    cuts it (segment i sampled with seed + i) and its segments' codes are decoded as one utterance."""
+    through the engine -> [(codes, stopped before the guard)]. A text is cut into segments as `TTS.stream`
+    cuts it (segment i sampled with seed + i); its segments' codes make one utterance."""
     max_chars = segment_chars(tts.model.text_front_end)
     parts = [(j, replace(sampling, seed=sampling.seed + i), segment, prefix, rep)
              for j, (text, prefix, rep) in enumerate(jobs)
@@ -89,8 +97,7 @@ def synthesize_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | No
                 codes[j] += list(stream)
                 stopped[j] = stopped[j] and stream.finished == "stop"
                 bar.update(1)
-    return [(tts.codec.decode(torch.tensor([c]))[0].numpy() if c else np.zeros(0, np.float32), ok)
-            for c, ok in zip(codes, stopped)]
+    return list(zip(codes, stopped))
 
 
 def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingParams = SamplingParams(seed=0),
@@ -143,7 +150,7 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingPa
         "params": sum(p.numel() for p in tts.model.lm.parameters()),
         "voice_params": sum(p.numel() for p in tts.model.voice.parameters()),
         "machine": describe_machine(), "date": datetime.date.today().isoformat(), "engine": tts.engine_name,
-        "voices": voices,
+        "voices": voices, "temperature": sampling.temperature,
         "rows": rows, "short_rows": short_rows,
     }
 
@@ -167,8 +174,8 @@ def write_report(r: dict, command: str, out: Path, train_log: Path | None = None
            else f"{r['short_failure_plain']:.1f} %") + " | — |",
         f"| runaway rate (no stop before the max-frame guard), {r['generations']} generations "
         f"| {r['runaway_rate']:.2f} % | — |",
-        "", f"Failure: no stop before the guard, or utterance WER > {FAIL_WER:.0%}. Sampling: temperature 0.8, "
-        f"top-k 100, top-p 0.95, seed 0; engine: {r.get('engine', 'torch')}."
+        "", f"Failure: no stop before the guard, or utterance WER > {FAIL_WER:.0%}. Sampling: temperature "
+        f"{r.get('temperature', 0.8)}, top-k 100, top-p 0.95, seed 0; engine: {r.get('engine', 'torch')}."
         + (f" Voices: {', '.join(r['voices'])} (test sentences of these voices only; short-register items spoken "
            "in one of them)." if r.get("voices") else ""),
     ]

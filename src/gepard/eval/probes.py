@@ -17,6 +17,7 @@ import torch
 from tqdm import tqdm
 
 from gepard.api import TTS
+from gepard.codec.files import decode_codes
 from gepard.data.manifests import shared_split
 from gepard.engine.base import SamplingParams
 from gepard.eval.asr import get_transcriber, utterance_wer
@@ -57,7 +58,7 @@ def run_probes(tts: TTS, limit: int = 0, rollouts: int = 4, threads: int = 2,
                 trace: list[tuple[float, float]] = []
                 codes, stopped = generate_codes(tts.model, u.text, prefix, SamplingParams(seed=seed),
                                                 repetition=repetition, trace=trace)
-                audio = tts.codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
+                audio = decode_codes(tts.codec, codes)
                 wer = utterance_wer(u.reference_text, asr.transcribe(audio))
                 entropy = [e for e, _ in trace]
                 rows.append({"id": u.id, "split": split, "text": u.text, "budget": budget,
