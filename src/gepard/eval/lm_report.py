@@ -59,10 +59,13 @@ class VoicePicker:
         self.by = references_by_speaker(shared_split("teacher_test"))
         self.cache: dict[str, tuple[torch.Tensor, np.ndarray]] = {}
 
-    def __call__(self, u: Utterance) -> tuple[torch.Tensor, np.ndarray]:
+    def speaker(self, u: Utterance) -> str:
+        """The voice `u` is spoken in: its own, or (with `voices`, if it is not one of them) one chosen by its id."""
         voices = self.voices
-        speaker = voices[zlib.crc32(u.id.encode()) % len(voices)] if voices and u.speaker not in voices else None
-        ref = pick_reference(u, self.by, speaker)
+        return voices[zlib.crc32(u.id.encode()) % len(voices)] if voices and u.speaker not in voices else u.speaker
+
+    def __call__(self, u: Utterance) -> tuple[torch.Tensor, np.ndarray]:
+        ref = pick_reference(u, self.by, self.speaker(u))
         if ref.id not in self.cache:
             audio = load_audio(ref.audio)
             self.cache[ref.id] = (prefix_from_audio(self.tts.model, self.tts.codec, audio, ref.id)[None], audio)
@@ -81,19 +84,23 @@ def generate_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None
                  concurrency: int = 16) -> list[tuple[list[int], bool]]:
     """(text, (1, K, H) prefix, repetition or None for the model's) jobs, run `concurrency` segments at a time
     through the engine -> [(codes, stopped before the guard)]. A text is cut into segments as `TTS.stream`
-    cuts it (segment i sampled with seed + i); its segments' codes make one utterance."""
+    cuts it (segment i sampled with seed + i); its segments' codes make one utterance.
+
+    Reproducible: every request is built (text front end included) before any is submitted, and a batch is
+    submitted at once, so the engine admits and batches them the same way in every run (tokens depend on
+    the batch a request decodes in)."""
     max_chars = segment_chars(tts.model.text_front_end)
-    parts = [(j, replace(sampling, seed=sampling.seed + i), segment, prefix, rep)
-             for j, (text, prefix, rep) in enumerate(jobs)
-             for i, segment in enumerate(segment_stream([text], max_chars))]
+    segments = [(j, i, segment, prefix, rep) for j, (text, prefix, rep) in enumerate(jobs)
+                for i, segment in enumerate(segment_stream([text], max_chars))]
+    parts = [(j, text_request(tts.model, segment, prefix, replace(sampling, seed=sampling.seed + i), rep))
+             for j, i, segment, prefix, rep in tqdm(segments, desc=f"{desc}: text", unit="segment", leave=False)]
     codes: list[list[int]] = [[] for _ in jobs]
     stopped = [True] * len(jobs)
     with tqdm(total=len(parts), desc=desc, unit="segment") as bar:
         for start in range(0, len(parts), concurrency):
             batch = parts[start: start + concurrency]
-            streams = [tts.engine.submit(text_request(tts.model, segment, prefix, seg_sampling, rep))
-                       for _, seg_sampling, segment, prefix, rep in batch]
-            for (j, *_), stream in zip(batch, streams):
+            streams = [tts.engine.submit(request) for _, request in batch]
+            for (j, _), stream in zip(batch, streams):
                 codes[j] += list(stream)
                 stopped[j] = stopped[j] and stream.finished == "stop"
                 bar.update(1)
@@ -107,6 +114,7 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingPa
     corpus voices, and short-register items spoken in one of them (for a model trained on a few voices)."""
     torch.set_num_threads(threads)
     asr, speakers = get_transcriber(threads), get_speaker_encoder()
+    loops_before = asr.loops
     voice_of = VoicePicker(tts, voices)
     test = [u for u in shared_split("teacher_test") if not voices or u.speaker in voices]
     test = test[:limit] if limit else test
@@ -150,7 +158,7 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingPa
         "params": sum(p.numel() for p in tts.model.lm.parameters()),
         "voice_params": sum(p.numel() for p in tts.model.voice.parameters()),
         "machine": describe_machine(), "date": datetime.date.today().isoformat(), "engine": tts.engine_name,
-        "voices": voices, "temperature": sampling.temperature,
+        "voices": voices, "temperature": sampling.temperature, "asr_loops": asr.loops - loops_before,
         "rows": rows, "short_rows": short_rows,
     }
 
@@ -175,14 +183,15 @@ def write_report(r: dict, command: str, out: Path, train_log: Path | None = None
         f"| runaway rate (no stop before the max-frame guard), {r['generations']} generations "
         f"| {r['runaway_rate']:.2f} % | — |",
         "", f"Failure: no stop before the guard, or utterance WER > {FAIL_WER:.0%}. Sampling: temperature "
-        f"{r.get('temperature', 0.8)}, top-k 100, top-p 0.95, seed 0; engine: {r.get('engine', 'torch')}."
+        f"{r.get('temperature', 0.8)}, top-k 100, top-p 0.95, seed 0; engine: {r.get('engine', 'torch')}. Whisper "
+        f"transcripts that looped and were decoded again with a beam of 5: {r.get('asr_loops', '—')}."
         + (f" Voices: {', '.join(r['voices'])} (test sentences of these voices only; short-register items spoken "
            "in one of them)." if r.get("voices") else ""),
     ]
     if train_log and train_log.exists():
         lines += ["", training_facts(train_log)]
     out.write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps({k: v for k, v in r.items() if not k.endswith("rows")}, indent=2))
+    out.with_suffix(".json").write_text(json.dumps(r, indent=2))  # with every utterance's transcript
 
 
 def training_facts(train_log: Path) -> str:
