@@ -6,7 +6,8 @@ Usage: python scripts/short_register_floor.py OUT.md [--model DIR] [--codec DIR]
 Each item is spoken in the flite voice `gepard eval lm --voices` gives it (chosen by its id): flite says the
 text as the phone-track front end segments it (the clip the LM was trained to imitate), the codec re-synthesizes
 that clip, and the LM speaks it from another clip of that voice (N seeds). Failure as in `gepard eval lm`:
-no stop before the guard, or utterance WER > 50 %. A perfect LM could do no better than the resynthesis row.
+no stop before the guard, or utterance WER > 50 %. The resynthesis row is the codec's share (a reference,
+not a bound: the LM's codes differ from the encoder's and now and then come out clearer).
 """
 
 import argparse
