@@ -1,7 +1,5 @@
 """Evaluation's generation is reproducible: the same jobs and seed give the same codes in every run."""
 
-import torch
-
 from gepard.api import TTS
 from gepard.eval.lm_report import generate_all
 

@@ -31,7 +31,8 @@ def test_eval_lm_writes_the_report(tiny_lm_dir, tiny_codec_dir, tmp_path):
                                  "--limit", "2", "--threads", "1", "--temperature", "0.5", "--out", str(out)])
     assert r.exit_code == 0, r.output
     summary = json.loads(out.with_suffix(".json").read_text())
-    assert summary["test_utterances"] == 2 and summary["short_items"] == 2 and summary["generations"] == 6
+    assert summary["test_utterances"] == 2 and summary["short_items"] == 2 and summary["short_seeds"] == 2
+    assert summary["generations"] == 2 + 2 * 2 * 2  # 2 sentences + 2 short items x 2 modes x 2 seeds
     assert summary["temperature"] == 0.5 and "Sampling: temperature 0.5," in out.read_text()
     assert 0 <= summary["runaway_rate"] <= 100
     assert [set(row) >= {"text", "asr", "frames"} for row in summary["rows"]] == [True, True]  # every transcript kept

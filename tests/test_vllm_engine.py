@@ -98,6 +98,21 @@ def test_seeded_sampling_is_reproducible(engines):
     assert list(vllm.submit(sampled)) == list(vllm.submit(sampled))
 
 
+def test_concurrent_seeded_requests_with_long_prompts_all_finish(engines):
+    """Prompts adding up to more tokens than one vLLM step takes (2,048 by default, which chunked prefill would
+    split) with seeded sampling: vLLM 0.32 on a CPU crashed its engine on this."""
+    model, vllm, _ = engines
+    rng = random.Random(1)
+    requests = []
+    for i in range(8):
+        ids = [rng.randrange(model.vocab.text_size) for _ in range(300)]
+        block = [model.vocab.special("<sot>"), *ids, model.vocab.special("<eot>"), model.vocab.special("<sos>")]
+        requests.append(Request(torch.randn(4, 128), block, max_frames=10, sampling=SamplingParams(seed=i)))
+    streams = [vllm.submit(r) for r in requests]
+    outputs = [list(s) for s in streams]
+    assert all(s.finished in ("stop", "length") for s in streams) and all(outputs)
+
+
 def test_the_server_serves_the_same_api_on_vllm(vllm_tts, tmp_path):
     from openai import OpenAI
 

@@ -607,13 +607,14 @@ def train_dpo_cmd(
     beta: float = typer.Option(2.0, help="DPO beta (on length-normalized log-probs)."),
     nll_weight: float = typer.Option(0.0, help="Add this times the chosen rollouts' NLL to the loss (RPO)."),
     threads: int = typer.Option(2, help="CPU threads."),
+    seed: int = typer.Option(0, help="Picks the prompts, their voices and references (a new round: a new seed)."),
 ):
     """Distil two-pass text CFG into single-pass weights: rollouts, rewards, pairs, DPO -> RUN_DIR/export."""
     from gepard.dpo.pipeline import DPOConfig, train_dpo
 
     export = train_dpo(DPOConfig(run_dir=run_dir, model=model, shards=shards, texts=texts, prompts=prompts,
                                  samples=samples, steps=steps, lr=lr, beta=beta, nll_weight=nll_weight,
-                                 threads=threads))
+                                 threads=threads, seed=seed))
     typer.echo(f"saved {export}")
 
 

@@ -47,9 +47,13 @@ class VLLMEngine:
         dtype = dtype or json.loads((Path(model_dir) / "config.json").read_text()).get("dtype", "bfloat16")
         if dtype == "bfloat16" and not torch.cuda.is_available() and not native_bf16("cpu"):
             dtype = "float32"
+        max_len = model.lm.config.max_position_embeddings
+        # On a CPU, vLLM (0.32) crashes the engine when a prompt split by chunked prefill belongs to a seeded
+        # request ("CPU Generator does not use offset"): there, prompts are prefilled whole.
+        chunked = torch.cuda.is_available()
         args = AsyncEngineArgs(model=str(model_dir), skip_tokenizer_init=True, enable_prompt_embeds=True, dtype=dtype,
-                               max_model_len=model.lm.config.max_position_embeddings, max_num_seqs=max_streams,
-                               enforce_eager=True, seed=0)
+                               max_model_len=max_len, max_num_seqs=max_streams, enforce_eager=True, seed=0,
+                               enable_chunked_prefill=chunked, max_num_batched_tokens=None if chunked else max_len)
         self.llm = asyncio.run_coroutine_threadsafe(self._start(AsyncLLM, args), self.loop).result()
 
     @staticmethod

@@ -108,10 +108,11 @@ def generate_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None
 
 
 def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingParams = SamplingParams(seed=0),
-                plain_short: bool = True, voices: list[str] | None = None) -> dict:
-    """Held-out sentences (WER, cosine, duration error, compute) and the short-register list (failure rate with
-    the model's text repetition and, if plain_short, without). `voices`: only the test sentences of these
-    corpus voices, and short-register items spoken in one of them (for a model trained on a few voices)."""
+                plain_short: bool = True, voices: list[str] | None = None, short_seeds: int = 2) -> dict:
+    """Held-out sentences (WER, cosine, duration error, compute) and the short-register list, each item spoken
+    with `short_seeds` seeds (failure rate with the model's text repetition and, if plain_short, without; two
+    seeds bring the runaway rate over 500 generations). `voices`: only the test sentences of these corpus
+    voices, and short-register items spoken in one of them (for a model trained on a few voices)."""
     torch.set_num_threads(threads)
     asr, speakers = get_transcriber(threads), get_speaker_encoder()
     loops_before = asr.loops
@@ -132,15 +133,17 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingPa
     short = short[:limit] if limit else short
     short_rows = [{"id": u.id, "text": u.text} for u in short]
     plain_short = plain_short and tts.model.text_front_end != "track"  # a track (200 tokens) is never repeated
-    for name, rep in (("repeated", None), ("plain", NO_REPETITION))[: 2 if plain_short else 1]:
-        generated = synthesize_all(tts, [(u.text, voice_of(u)[0], rep) for u in short], f"short register, {name}",
-                                   sampling)
+    modes = (("repeated", None), ("plain", NO_REPETITION))[: 2 if plain_short else 1]
+    for (name, rep), k in ((mode, k) for mode in modes for k in range(short_seeds)):
+        generated = synthesize_all(tts, [(u.text, voice_of(u)[0], rep) for u in short],
+                                   f"short register, {name}, seed {sampling.seed + k}",
+                                   replace(sampling, seed=sampling.seed + k))
         for u, row, (audio, stopped) in zip(short, short_rows, generated):
             hyp = asr.transcribe(audio)
-            row[name] = {"asr": hyp, "stopped": stopped,
-                         "failed": (not stopped) or utterance_wer(u.reference_text, hyp) > FAIL_WER}
-    generations = [r["stopped"] for r in rows] + [r[k]["stopped"] for r in short_rows for k in r if k in
-                                                  ("repeated", "plain")]
+            row.setdefault(name, []).append({"seed": sampling.seed + k, "asr": hyp, "stopped": stopped, "failed":
+                                             (not stopped) or utterance_wer(u.reference_text, hyp) > FAIL_WER})
+    spoken = lambda name: [g for r in short_rows for g in r.get(name, [])]  # noqa: E731
+    generations = [r["stopped"] for r in rows] + [g["stopped"] for name, _ in modes for g in spoken(name)]
     frames = sum(r["frames"] for r in rows)
     guided = sum(min(r["frames"], sampling.cfg_frames) for r in rows) if sampling.cfg_scale != 1.0 else 0
     return {
@@ -150,10 +153,9 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingPa
         "decode_passes_per_audio_s": (frames + guided) / max(frames / tts.model.codec_frame_rate, 1e-9),
         "wall_s_per_audio_s": elapsed / max(frames / tts.model.codec_frame_rate, 1e-9),
         "test_utterances": len(rows),
-        "short_failure_repeated": 100 * float(np.mean([r["repeated"]["failed"] for r in short_rows])),
-        "short_failure_plain": (100 * float(np.mean([r["plain"]["failed"] for r in short_rows]))
-                                if plain_short else None),
-        "short_items": len(short_rows),
+        "short_failure_repeated": 100 * float(np.mean([g["failed"] for g in spoken("repeated")])),
+        "short_failure_plain": 100 * float(np.mean([g["failed"] for g in spoken("plain")])) if plain_short else None,
+        "short_items": len(short_rows), "short_seeds": short_seeds,
         "runaway_rate": 100 * (1 - float(np.mean(generations))), "generations": len(generations),
         "params": sum(p.numel() for p in tts.model.lm.parameters()),
         "voice_params": sum(p.numel() for p in tts.model.voice.parameters()),
@@ -175,7 +177,8 @@ def write_report(r: dict, command: str, out: Path, train_log: Path | None = None
         f"| resemblyzer cosine to the reference (another utterance of the voice) | {r['cosine_mean']:.3f} "
         f"{ok(r['cosine_mean'] >= 0.75)} | ≥ 0.75 |",
         f"| duration error against the original recording, mean | {r['duration_error']:.1f} % | — |",
-        f"| short-register failure rate, with text repetition ({r['short_items']} items) "
+        f"| short-register failure rate, with text repetition ({r['short_items']} items × "
+        f"{r.get('short_seeds', 1)} seeds) "
         f"| {r['short_failure_repeated']:.1f} % | — |",
         "| short-register failure rate, without text repetition | "
         + ("— (same prompts: a phone track is never repeated)" if r["short_failure_plain"] is None
