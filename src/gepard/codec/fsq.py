@@ -63,10 +63,3 @@ class FSQ(nn.Module):
 
     def index_to_values(self, index: torch.Tensor) -> torch.Tensor:
         return self.digits_to_values(self.index_to_digits(index))
-
-    def substitute(self, values: torch.Tensor, share: float) -> torch.Tensor:
-        """(B, J, D) values with about `share` of the frames replaced by a random code's values."""
-        b, j, _ = values.shape
-        hit = torch.rand(b, j, 1, device=values.device) < share
-        noise = self.index_to_values(torch.randint(self.codebook_size, (b, j), device=values.device))
-        return torch.where(hit, noise.to(values.dtype), values)

@@ -41,7 +41,6 @@ class TrainConfig:
     adversarial_batch: int = 4  # the discriminator sees this many items of each batch (it costs more than the codec)
     freeze_encoder: bool = False  # train the decoder only: every code stays as it was
     semantic_weight: float = 0.0  # distil Whisper's encoder into the codes (semantic.py; 0: off)
-    code_noise: float = 0.0  # share of frames the decoder gets as a random code (an LM's sampling errors)
     init: str = ""  # a saved codec to start from (its FSQ levels may differ from cfg.codec's)
     train_data: str = SHARED_TRAINING_DATA  # what the training speech is, for reports
     threads: int = 2
@@ -113,7 +112,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
         audio = audio.to(device)
         with autocast(device.type):
             values = model.quantize(audio)
-            recon = model.decoder(model.fsq.substitute(values, cfg.code_noise) if cfg.code_noise else values)
+            recon = model.decoder(values)
         loss, parts = loss_fn(recon, audio)
         if semantic:
             with autocast(device.type):
