@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import time
 import zlib
@@ -134,7 +135,7 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingPa
     short_rows = [{"id": u.id, "text": u.text} for u in short]
     plain_short = plain_short and tts.model.text_front_end != "track"  # a track (200 tokens) is never repeated
     modes = (("repeated", None), ("plain", NO_REPETITION))[: 2 if plain_short else 1]
-    for (name, rep), k in ((mode, k) for mode in modes for k in range(short_seeds)):
+    for (name, rep), k in itertools.product(modes, range(short_seeds)):
         generated = synthesize_all(tts, [(u.text, voice_of(u)[0], rep) for u in short],
                                    f"short register, {name}, seed {sampling.seed + k}",
                                    replace(sampling, seed=sampling.seed + k))
@@ -142,7 +143,10 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingPa
             hyp = asr.transcribe(audio)
             row.setdefault(name, []).append({"seed": sampling.seed + k, "asr": hyp, "stopped": stopped, "failed":
                                              (not stopped) or utterance_wer(u.reference_text, hyp) > FAIL_WER})
-    spoken = lambda name: [g for r in short_rows for g in r.get(name, [])]  # noqa: E731
+
+    def spoken(name: str) -> list[dict]:
+        return [g for r in short_rows for g in r[name]]
+
     generations = [r["stopped"] for r in rows] + [g["stopped"] for name, _ in modes for g in spoken(name)]
     frames = sum(r["frames"] for r in rows)
     guided = sum(min(r["frames"], sampling.cfg_frames) for r in rows) if sampling.cfg_scale != 1.0 else 0
@@ -178,7 +182,7 @@ def write_report(r: dict, command: str, out: Path, train_log: Path | None = None
         f"{ok(r['cosine_mean'] >= 0.75)} | ≥ 0.75 |",
         f"| duration error against the original recording, mean | {r['duration_error']:.1f} % | — |",
         f"| short-register failure rate, with text repetition ({r['short_items']} items × "
-        f"{r.get('short_seeds', 1)} seeds) "
+        f"{r['short_seeds']} seeds) "
         f"| {r['short_failure_repeated']:.1f} % | — |",
         "| short-register failure rate, without text repetition | "
         + ("— (same prompts: a phone track is never repeated)" if r["short_failure_plain"] is None
