@@ -1,0 +1,57 @@
+"""Short-register failure of the shipped model per engine, over several seeds (the same items, voices and
+sampling as `gepard eval lm --voices flite_awb,flite_kal16,flite_rms,flite_slt`).
+
+Usage: python scripts/short_register_engines.py OUT.json [--seeds N]
+
+Engines: the embedded torch engine with its int8 output head (the default), with the exact fp32 head, and
+vLLM. Prints each engine's failure rate per seed and over all seeds; writes every item's outcome to OUT.json.
+"""
+
+import argparse
+import json
+from dataclasses import replace
+
+from gepard.api import TTS
+from gepard.data.manifests import shared_split
+from gepard.engine.base import SamplingParams
+from gepard.engine.process import EngineProcess
+from gepard.eval.asr import get_transcriber, utterance_wer
+from gepard.eval.lm_report import FAIL_WER, VoicePicker, synthesize_all
+from gepard.paths import lm_dir
+
+VOICES = ["flite_awb", "flite_kal16", "flite_rms", "flite_slt"]
+
+
+def failures(name: str, engine, seeds: int) -> dict[int, list[bool]]:
+    """Seed -> whether each short-register item failed (no stop before the guard, or utterance WER > 50 %)."""
+    out = {}
+    with TTS.load(None, None, engine=engine) as tts:
+        asr, voice_of = get_transcriber(2), VoicePicker(tts, VOICES)
+        short = shared_split("short_register")
+        for seed in range(seeds):
+            spoken = synthesize_all(tts, [(u.text, voice_of(u)[0], None) for u in short], f"{name}, seed {seed}",
+                                    replace(SamplingParams(), seed=seed))
+            out[seed] = [(not stopped) or utterance_wer(u.reference_text, asr.transcribe(audio)) > FAIL_WER
+                         for u, (audio, stopped) in zip(short, spoken)]
+            print(name, seed, f"{100 * sum(out[seed]) / len(short):.1f} %", flush=True)
+    return out
+
+
+def main() -> None:
+    args = argparse.ArgumentParser()
+    args.add_argument("out")
+    args.add_argument("--seeds", type=int, default=4)
+    a = args.parse_args()
+    engines = {"torch (int8 head)": lambda: "torch",  # each engine starts when its turn comes
+               "torch (fp32 head)": lambda: EngineProcess(lm_dir(None), 16, int8_head=False),
+               "vllm": lambda: "vllm"}
+    results = {name: failures(name, start(), a.seeds) for name, start in engines.items()}
+    with open(a.out, "w") as f:
+        json.dump(results, f)
+    for name, by_seed in results.items():
+        failed = [x for seed in by_seed.values() for x in seed]
+        print(f"{name}: {100 * sum(failed) / len(failed):.2f} % of {len(failed)} generations")
+
+
+if __name__ == "__main__":
+    main()
