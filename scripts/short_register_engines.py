@@ -1,7 +1,8 @@
 """Short-register failure of the shipped model per engine, over several seeds (the same items, voices and
 sampling as `gepard eval lm --voices flite_awb,flite_kal16,flite_rms,flite_slt`).
 
-Usage: python scripts/short_register_engines.py OUT.json [--seeds N]
+Usage: python scripts/short_register_engines.py OUT.json [--seeds N] [--engines torch,torch-fp32-head,vllm]
+                                                  [--temperature T]
 
 Engines: the embedded torch engine with its int8 output head (the default), with the exact fp32 head, and
 vLLM. Prints each engine's failure rate per seed and over all seeds; writes every item's outcome to OUT.json.
@@ -9,7 +10,6 @@ vLLM. Prints each engine's failure rate per seed and over all seeds; writes ever
 
 import argparse
 import json
-from dataclasses import replace
 
 from gepard.api import TTS
 from gepard.data.manifests import shared_split
@@ -20,9 +20,12 @@ from gepard.eval.lm_report import FAIL_WER, VoicePicker, synthesize_all
 from gepard.paths import lm_dir
 
 VOICES = ["flite_awb", "flite_kal16", "flite_rms", "flite_slt"]
+ENGINES = {"torch": lambda: "torch",  # each engine starts when its turn comes
+           "torch-fp32-head": lambda: EngineProcess(lm_dir(None), 16, int8_head=False),
+           "vllm": lambda: "vllm"}
 
 
-def failures(name: str, engine, seeds: int) -> dict[int, list[bool]]:
+def failures(name: str, engine, seeds: int, temperature: float) -> dict[int, list[bool]]:
     """Seed -> whether each short-register item failed (no stop before the guard, or utterance WER > 50 %)."""
     out = {}
     with TTS.load(None, None, engine=engine) as tts:
@@ -30,7 +33,7 @@ def failures(name: str, engine, seeds: int) -> dict[int, list[bool]]:
         short = shared_split("short_register")
         for seed in range(seeds):
             spoken = synthesize_all(tts, [(u.text, voice_of(u)[0], None) for u in short], f"{name}, seed {seed}",
-                                    replace(SamplingParams(), seed=seed))
+                                    SamplingParams(temperature=temperature, seed=seed))
             out[seed] = [(not stopped) or utterance_wer(u.reference_text, asr.transcribe(audio)) > FAIL_WER
                          for u, (audio, stopped) in zip(short, spoken)]
             print(name, seed, f"{100 * sum(out[seed]) / len(short):.1f} %", flush=True)
@@ -41,11 +44,12 @@ def main() -> None:
     args = argparse.ArgumentParser()
     args.add_argument("out")
     args.add_argument("--seeds", type=int, default=4)
+    args.add_argument("--engines", default=",".join(ENGINES))
+    args.add_argument("--temperature", type=float, default=SamplingParams().temperature)
     a = args.parse_args()
-    engines = {"torch (int8 head)": lambda: "torch",  # each engine starts when its turn comes
-               "torch (fp32 head)": lambda: EngineProcess(lm_dir(None), 16, int8_head=False),
-               "vllm": lambda: "vllm"}
-    results = {name: failures(name, start(), a.seeds) for name, start in engines.items()}
+    if a.seeds < 1:
+        args.error("--seeds must be at least 1")
+    results = {name: failures(name, ENGINES[name](), a.seeds, a.temperature) for name in a.engines.split(",")}
     with open(a.out, "w") as f:
         json.dump(results, f)
     for name, by_seed in results.items():
