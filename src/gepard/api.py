@@ -11,7 +11,7 @@ import torch
 
 from gepard.codec.files import load_codec
 from gepard.codec.model import Codec
-from gepard.engine.base import SamplingParams
+from gepard.engine.base import DEFAULT_TEMPERATURE, SamplingParams
 from gepard.engine.process import EngineProcess
 from gepard.lm.frontend import segment_chars
 from gepard.lm.generate import text_request
@@ -79,7 +79,7 @@ class TTS:
         return resolve_voice(self.model, self.codec, self.model_dir, voice)
 
     def stream(self, text: str | Iterable[str], voice: str | torch.Tensor | None = None, seed: int = 0,
-               temperature: float = 0.8) -> Iterator[np.ndarray]:
+               temperature: float = DEFAULT_TEMPERATURE) -> Iterator[np.ndarray]:
         """Text, or an iterator of text deltas, -> (n,) float32 PCM chunks as soon as they are decoded."""
         if isinstance(text, str) and not text.strip():
             raise ValueError("the text is empty")
@@ -95,7 +95,7 @@ class TTS:
                 codes.close()  # a consumer that stops early cancels the generation
         yield finish(decoder)
 
-    def say(self, text: str, voice: str | None = None, seed: int = 0, temperature: float = 0.8) -> np.ndarray:
+    def say(self, text: str, voice: str | None = None, seed: int = 0, temperature: float = DEFAULT_TEMPERATURE) -> np.ndarray:
         """Text -> (T,) float32 audio: exactly the concatenation of `stream`."""
         return np.concatenate(list(self.stream(text, voice, seed, temperature)))
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from gepard.engine.base import DEFAULT_TEMPERATURE
+
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Gepard: streaming text-to-speech for real-time voice agents.")
 codec_app = typer.Typer(no_args_is_help=True, help="Encode and decode audio with the neural codec.")
@@ -365,7 +367,7 @@ def eval_lm_cmd(
     engine: str = ENGINE_OPTION,
     voices: str = typer.Option("", help="Only these corpus voices, comma-separated (default: all): a model trained "
                                "on a few voices is measured on its own."),
-    temperature: float = typer.Option(0.8, help="Sampling temperature (0 = greedy)."),
+    temperature: float = typer.Option(DEFAULT_TEMPERATURE, help="Sampling temperature (0 = greedy)."),
 ):
     """WER, speaker similarity, short-register failure and runaway rates of the speech LM."""
     from gepard.api import TTS
