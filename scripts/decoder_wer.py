@@ -21,17 +21,17 @@ from gepard.audio import load_audio
 from gepard.codec.files import decode_codes, load_codec
 from gepard.data.manifests import shared_split
 from gepard.engine.base import SamplingParams
-from gepard.eval.asr import get_transcriber, wer
-from gepard.eval.lm_report import VoicePicker, generate_all
+from gepard.eval.asr import get_transcriber, utterance_wer, wer
+from gepard.eval.lm_report import FAIL_WER, VoicePicker, generate_all
 from gepard.eval.machine import describe_machine
 
 FLITE_VOICES = "flite_awb,flite_kal16,flite_rms,flite_slt"
 
 
 def scored(refs: list[str], hypotheses: list[str]) -> str:
-    """Corpus WER (%) and, in brackets, how many utterances Whisper got more than half wrong: a count that one
+    """Corpus WER (%) and, in brackets, how many utterances Whisper got more than FAIL_WER wrong: a count that one
     looping transcript (insertions past 100 %) cannot move by more than one."""
-    failed = sum(wer([r], [h]) > 0.5 for r, h in zip(refs, hypotheses))
+    failed = sum(utterance_wer(r, h) > FAIL_WER for r, h in zip(refs, hypotheses))
     return f"{100 * wer(refs, hypotheses):.1f} ({failed})"
 
 

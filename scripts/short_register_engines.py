@@ -13,10 +13,10 @@ import json
 
 from gepard.api import TTS
 from gepard.data.manifests import shared_split
-from gepard.engine.base import SamplingParams
+from gepard.engine.base import DEFAULT_TEMPERATURE, SamplingParams
 from gepard.engine.process import EngineProcess
-from gepard.eval.asr import get_transcriber, utterance_wer
-from gepard.eval.lm_report import FAIL_WER, VoicePicker, synthesize_all
+from gepard.eval.asr import get_transcriber
+from gepard.eval.lm_report import VoicePicker, speak_short_register
 from gepard.paths import lm_dir
 
 VOICES = ["flite_awb", "flite_kal16", "flite_rms", "flite_slt"]
@@ -32,10 +32,9 @@ def failures(name: str, engine, seeds: int, temperature: float) -> dict[int, lis
         asr, voice_of = get_transcriber(2), VoicePicker(tts, VOICES)
         short = shared_split("short_register")
         for seed in range(seeds):
-            spoken = synthesize_all(tts, [(u.text, voice_of(u)[0], None) for u in short], f"{name}, seed {seed}",
-                                    SamplingParams(temperature=temperature, seed=seed))
-            out[seed] = [(not stopped) or utterance_wer(u.reference_text, asr.transcribe(audio)) > FAIL_WER
-                         for u, (audio, stopped) in zip(short, spoken)]
+            spoken = speak_short_register(tts, short, voice_of, asr, SamplingParams(temperature=temperature, seed=seed),
+                                          None, f"{name}, seed {seed}")
+            out[seed] = [g["failed"] for g in spoken]
             print(name, seed, f"{100 * sum(out[seed]) / len(short):.1f} %", flush=True)
     return out
 
@@ -45,7 +44,7 @@ def main() -> None:
     args.add_argument("out")
     args.add_argument("--seeds", type=int, default=4)
     args.add_argument("--engines", default=",".join(ENGINES))
-    args.add_argument("--temperature", type=float, default=SamplingParams().temperature)
+    args.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
     a = args.parse_args()
     if a.seeds < 1:
         args.error("--seeds must be at least 1")

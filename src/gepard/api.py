@@ -95,7 +95,8 @@ class TTS:
                 codes.close()  # a consumer that stops early cancels the generation
         yield finish(decoder)
 
-    def say(self, text: str, voice: str | None = None, seed: int = 0, temperature: float = DEFAULT_TEMPERATURE) -> np.ndarray:
+    def say(self, text: str, voice: str | None = None, seed: int = 0,
+            temperature: float = DEFAULT_TEMPERATURE) -> np.ndarray:
         """Text -> (T,) float32 audio: exactly the concatenation of `stream`."""
         return np.concatenate(list(self.stream(text, voice, seed, temperature)))
 

@@ -20,7 +20,7 @@ from gepard.audio import load_audio
 from gepard.codec.files import decode_codes
 from gepard.data.manifests import Utterance, shared_split
 from gepard.data.prepare import read_shards
-from gepard.eval.asr import get_transcriber, utterance_wer, wer
+from gepard.eval.asr import Transcriber, get_transcriber, utterance_wer, wer
 from gepard.eval.machine import describe_machine
 from gepard.eval.similarity import get_speaker_encoder
 from gepard.engine.base import SamplingParams
@@ -108,6 +108,19 @@ def generate_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None
     return list(zip(codes, stopped))
 
 
+def speak_short_register(tts: TTS, items: list[Utterance], voice_of: VoicePicker, asr: Transcriber,
+                         sampling: SamplingParams, repetition: Repetition | None, desc: str) -> list[dict]:
+    """Each short-register item spoken once -> [{seed, asr, stopped, failed}]; failed: no stop before the
+    max-frame guard, or utterance WER > FAIL_WER."""
+    generated = synthesize_all(tts, [(u.text, voice_of(u)[0], repetition) for u in items], desc, sampling)
+    out = []
+    for u, (audio, stopped) in zip(items, generated):
+        hyp = asr.transcribe(audio)
+        out.append({"seed": sampling.seed, "asr": hyp, "stopped": stopped,
+                    "failed": (not stopped) or utterance_wer(u.reference_text, hyp) > FAIL_WER})
+    return out
+
+
 def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingParams = SamplingParams(seed=0),
                 plain_short: bool = True, voices: list[str] | None = None, short_seeds: int = 2) -> dict:
     """Held-out sentences (WER, cosine, duration error, compute) and the short-register list, each item spoken
@@ -136,13 +149,10 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingPa
     plain_short = plain_short and tts.model.text_front_end != "track"  # a track (200 tokens) is never repeated
     modes = (("repeated", None), ("plain", NO_REPETITION))[: 2 if plain_short else 1]
     for (name, rep), k in itertools.product(modes, range(short_seeds)):
-        generated = synthesize_all(tts, [(u.text, voice_of(u)[0], rep) for u in short],
-                                   f"short register, {name}, seed {sampling.seed + k}",
-                                   replace(sampling, seed=sampling.seed + k))
-        for u, row, (audio, stopped) in zip(short, short_rows, generated):
-            hyp = asr.transcribe(audio)
-            row.setdefault(name, []).append({"seed": sampling.seed + k, "asr": hyp, "stopped": stopped, "failed":
-                                             (not stopped) or utterance_wer(u.reference_text, hyp) > FAIL_WER})
+        spoken_once = speak_short_register(tts, short, voice_of, asr, replace(sampling, seed=sampling.seed + k), rep,
+                                           f"short register, {name}, seed {sampling.seed + k}")
+        for row, generation in zip(short_rows, spoken_once):
+            row.setdefault(name, []).append(generation)
 
     def spoken(name: str) -> list[dict]:
         return [g for r in short_rows for g in r[name]]
