@@ -143,3 +143,19 @@ def test_codec_batcher_serves_concurrent_streams_exactly(tiny_codec):
     assert not batcher.thread.is_alive()
     for got, want in zip(results, expected):
         assert np.abs(got - want.clamp(-1, 1).numpy()).max() <= 1e-5
+
+
+def test_bf16_decoder_stays_close_to_fp32_in_any_chunking(tiny_codec_dir, speech_path):
+    from gepard.audio import load_audio
+    from gepard.codec.files import load_codec
+
+    exact, fast = load_codec(tiny_codec_dir, bf16_decoder=False), load_codec(tiny_codec_dir, bf16_decoder=True)
+    assert fast.decoder.inp.weight.dtype == torch.bfloat16 and fast.encoder.inp.weight.dtype == torch.float32
+    audio = torch.from_numpy(load_audio(speech_path))[None]
+    codes = exact.encode(audio)
+    assert torch.equal(fast.encode(audio), codes)  # the codes never depend on the decoder's precision
+    reference = exact.decode(codes)
+    for sizes in ([codes.shape[1]], [1] * codes.shape[1], random_chunks(codes.shape[1], np.random.default_rng(0), 8)):
+        streamed = stream_decode(fast, codes, sizes)
+        assert streamed.dtype == torch.float32 and streamed.shape == reference.shape
+        assert (streamed - reference).norm() / reference.norm() < 0.02

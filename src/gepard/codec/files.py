@@ -11,14 +11,24 @@ import torch
 from gepard.audio import iter_audio
 from gepard.codec.model import Codec
 from gepard.paths import models_dir
+from gepard.precision import native_bf16
 
 
-def load_codec(path: str | Path | None = None, dtype: torch.dtype = torch.float32) -> Codec:
-    """The shipped codec (models/codec), or the one saved at `path`."""
+def load_codec(path: str | Path | None = None, bf16_decoder: bool | None = None) -> Codec:
+    """The shipped codec (models/codec), or the one saved at `path`; fp32, except for a bf16 decoder where
+    the CPU multiplies bf16 natively (`bf16_decoder=None`, the default) or where asked.
+
+    The codec trained under bf16 autocast, and its bf16 decoder is 2-3x faster on such CPUs, with samples
+    ~0.7 % (relative L2) from the fp32 decoder's; streaming then matches offline decoding to ~1e-2 rather
+    than exactly (exact in fp32). The encoder stays fp32, so the codes never depend on the machine.
+    """
     path = Path(path) if path else models_dir() / "codec"
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"no codec at {path} (expected config.json + model.safetensors)")
-    return Codec.from_pretrained(path, dtype)
+    codec = Codec.from_pretrained(path)
+    if native_bf16("cpu") if bf16_decoder is None else bf16_decoder:
+        codec.decoder.to(torch.bfloat16)
+    return codec
 
 
 def decode_codes(codec: Codec, codes: list[int]) -> np.ndarray:

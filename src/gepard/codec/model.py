@@ -86,10 +86,12 @@ class Decoder(nn.Module):
         self.head = ISTFTHead(c.fine_dim, c.n_fft, c.hop)
 
     def initial_state(self, batch: int, device=None) -> dict:
-        """Everything the decoder remembers between chunks; `skip` drops the pre-roll."""
+        """Everything the decoder remembers between chunks (conv states in the weights' dtype); `skip` drops
+        the pre-roll."""
+        dtype = self.inp.weight.dtype
         return {
-            "frame": self.frame.initial_state(batch, device),
-            "fine": self.fine.initial_state(batch, device),
+            "frame": self.frame.initial_state(batch, device, dtype),
+            "fine": self.fine.initial_state(batch, device, dtype),
             "tail": self.head.initial_state(batch, device),
             "skip": self.c.n_fft - self.c.hop,
         }

@@ -23,6 +23,10 @@ class SamplingParams:
     cfg_scale: float = 1.0  # two-pass text CFG when != 1 (needs Request.uncond_prompt_ids)
     cfg_frames: int = 20  # CFG applies to the first this-many frames
 
+    def describe(self) -> str:
+        """'temperature 0.8, top-k 100, top-p 0.95', for reports."""
+        return f"temperature {self.temperature:g}, top-k {self.top_k}, top-p {self.top_p:g}"
+
 
 @dataclass
 class Request:

@@ -45,7 +45,7 @@ def write_dpo_report(results: dict[str, dict], command: str, out: Path, train_lo
              f"Held out: {first['test_utterances']} sentences of the teacher test set (voices heard in training, "
              f"sentences not), and {first['short_items']} items of the short-register list, with the model's "
              f"text repetition. Failure: no stop before the max-frame guard, or utterance WER > {FAIL_WER:.0%}. "
-             "Sampling: temperature 0.8, top-k 100, top-p 0.95, seed 0; torch engine. LM passes per audio second "
+             f"Sampling: {SamplingParams().describe()}, seed 0; torch engine. LM passes per audio second "
              "count decode steps (two per frame while CFG runs)."
              + (f" Voices: {', '.join(first['voices'])} (test sentences of these voices only; short-register items "
                 "spoken in one of them)." if first.get("voices") else ""), "",

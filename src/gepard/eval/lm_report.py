@@ -199,8 +199,8 @@ def write_report(r: dict, command: str, out: Path, train_log: Path | None = None
            else f"{r['short_failure_plain']:.1f} %") + " | — |",
         f"| runaway rate (no stop before the max-frame guard), {r['generations']} generations "
         f"| {r['runaway_rate']:.2f} % | — |",
-        "", f"Failure: no stop before the guard, or utterance WER > {FAIL_WER:.0%}. Sampling: temperature "
-        f"{r.get('temperature', 0.8)}, top-k 100, top-p 0.95, seed 0; engine: {r.get('engine', 'torch')}. Whisper "
+        "", f"Failure: no stop before the guard, or utterance WER > {FAIL_WER:.0%}. Sampling: "
+        f"{SamplingParams(temperature=r.get('temperature', 0.8)).describe()}, seed 0; engine: {r.get('engine', 'torch')}. Whisper "
         f"transcripts that looped and were decoded again with a beam of 5: {r.get('asr_loops', '—')}."
         + (f" Voices: {', '.join(r['voices'])} (test sentences of these voices only; short-register items spoken "
            "in one of them)." if r.get("voices") else ""),

@@ -109,7 +109,7 @@ def write_probes_report(rows: list[dict], command: str, out: Path) -> None:
              f"Machine: {describe_machine()}. Date: {datetime.date.today().isoformat()}.", "",
              f"{s['generations']} generations: every item of the short-register list and of the held-out sentences "
              f"that one utterance holds, {s['rollouts']} seeds each{', with and without text repetition' * both} "
-             "(plain HF loop, temperature 0.8, top-k 100, top-p 0.95). Failure: no stop before the max-frame guard, "
+             f"(plain HF loop, {SamplingParams().describe()}). Failure: no stop before the max-frame guard, "
              f"or utterance WER > {FAIL_WER:.0%}." + (" The model reads a phone track, one full track per prompt "
                                                       "whatever the text: its budget is counted in words, and it has "
                                                       "no text repetition to switch off."
