@@ -1,11 +1,13 @@
 """Short-register failure of the shipped model per engine, over several seeds (the same items, voices and
-sampling as `gepard eval lm --voices flite_awb,flite_kal16,flite_rms,flite_slt`).
+sampling as `gepard eval lm --voices flite_awb,flite_kal16,flite_rms,flite_slt`); with --sentences, also the
+corpus WER of the held-out test sentences of those voices, per seed.
 
 Usage: python scripts/short_register_engines.py OUT.json [--seeds N] [--engines torch,torch-fp32-head,vllm]
-                                                  [--temperature T]
+                                                  [--temperature T] [--sentences]
 
 Engines: the embedded torch engine with its int8 output head (the default), with the exact fp32 head, and
-vLLM. Prints each engine's failure rate per seed and over all seeds; writes every item's outcome to OUT.json.
+vLLM. Prints each engine's results per seed and over all seeds; writes every item's outcome to OUT.json as
+{engine: {"short": {seed: [failed]}, "sentences": {seed: {"wer": %, "asr": [transcripts]}}}}.
 """
 
 import argparse
@@ -15,8 +17,8 @@ from gepard.api import TTS
 from gepard.data.manifests import shared_split
 from gepard.engine.base import DEFAULT_TEMPERATURE, SamplingParams
 from gepard.engine.process import EngineProcess
-from gepard.eval.asr import get_transcriber
-from gepard.eval.lm_report import VoicePicker, speak_short_register
+from gepard.eval.asr import get_transcriber, wer
+from gepard.eval.lm_report import VoicePicker, speak_short_register, synthesize_all
 from gepard.paths import lm_dir
 
 VOICES = ["flite_awb", "flite_kal16", "flite_rms", "flite_slt"]
@@ -25,17 +27,26 @@ ENGINES = {"torch": lambda: "torch",  # each engine starts when its turn comes
            "vllm": lambda: "vllm"}
 
 
-def failures(name: str, engine, seeds: int, temperature: float) -> dict[int, list[bool]]:
-    """Seed -> whether each short-register item failed (no stop before the guard, or utterance WER > 50 %)."""
-    out = {}
+def run_engine(name: str, engine, seeds: int, temperature: float, sentences: bool) -> dict:
+    """{"short": seed -> whether each short-register item failed (no stop before the guard, or utterance WER
+    > 50 %), "sentences": seed -> corpus WER % and transcripts of the held-out sentences (if asked)}."""
+    out = {"short": {}, "sentences": {}}
     with TTS.load(None, None, engine=engine) as tts:
         asr, voice_of = get_transcriber(2), VoicePicker(tts, VOICES)
         short = shared_split("short_register")
+        test = [u for u in shared_split("teacher_test") if u.speaker in VOICES]
         for seed in range(seeds):
-            spoken = speak_short_register(tts, short, voice_of, asr, SamplingParams(temperature=temperature, seed=seed),
-                                          None, f"{name}, seed {seed}")
-            out[seed] = [g["failed"] for g in spoken]
-            print(name, seed, f"{100 * sum(out[seed]) / len(short):.1f} %", flush=True)
+            sampling = SamplingParams(temperature=temperature, seed=seed)
+            spoken = speak_short_register(tts, short, voice_of, asr, sampling, None, f"{name}, seed {seed}")
+            out["short"][seed] = [g["failed"] for g in spoken]
+            line = f"{name} seed {seed}: short failure {100 * sum(out['short'][seed]) / len(short):.1f} %"
+            if sentences:
+                audio = synthesize_all(tts, [(u.text, voice_of(u)[0], None) for u in test], f"{name}, sentences",
+                                       sampling)
+                heard = [asr.transcribe(a) for a, _ in audio]
+                out["sentences"][seed] = {"wer": 100 * wer([u.text for u in test], heard), "asr": heard}
+                line += f", sentence WER {out['sentences'][seed]['wer']:.2f} %"
+            print(line, flush=True)
     return out
 
 
@@ -45,15 +56,20 @@ def main() -> None:
     args.add_argument("--seeds", type=int, default=4)
     args.add_argument("--engines", default=",".join(ENGINES))
     args.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
+    args.add_argument("--sentences", action="store_true")
     a = args.parse_args()
     if a.seeds < 1:
         args.error("--seeds must be at least 1")
-    results = {name: failures(name, ENGINES[name](), a.seeds, a.temperature) for name in a.engines.split(",")}
+    results = {name: run_engine(name, ENGINES[name](), a.seeds, a.temperature, a.sentences)
+               for name in a.engines.split(",")}
     with open(a.out, "w") as f:
         json.dump(results, f)
-    for name, by_seed in results.items():
-        failed = [x for seed in by_seed.values() for x in seed]
-        print(f"{name}: {100 * sum(failed) / len(failed):.2f} % of {len(failed)} generations")
+    for name, r in results.items():
+        failed = [x for seed in r["short"].values() for x in seed]
+        line = f"{name}: short failure {100 * sum(failed) / len(failed):.2f} % of {len(failed)} generations"
+        if a.sentences:
+            line += f", sentence WER {sum(s['wer'] for s in r['sentences'].values()) / a.seeds:.2f} % (mean of seeds)"
+        print(line)
 
 
 if __name__ == "__main__":

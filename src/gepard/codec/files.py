@@ -18,9 +18,9 @@ def load_codec(path: str | Path | None = None, bf16_decoder: bool | None = None)
     """The shipped codec (models/codec), or the one saved at `path`; fp32, except for a bf16 decoder where
     the CPU multiplies bf16 natively (`bf16_decoder=None`, the default) or where asked.
 
-    The codec trained under bf16 autocast, and its bf16 decoder is 2-3x faster on such CPUs, with samples
-    ~0.7 % (relative L2) from the fp32 decoder's; streaming then matches offline decoding to ~1e-2 rather
-    than exactly (exact in fp32). The encoder stays fp32, so the codes never depend on the machine.
+    The codec trained under bf16 autocast, and its bf16 decoder is 2-3x faster on such CPUs (codec.md), with
+    samples ~0.7 % (relative L2, about -43 dB) from the fp32 decoder's; streaming then matches offline decoding
+    to that ~0.7 % rather than exactly (exact in fp32). The encoder stays fp32: the codes never depend on it.
     """
     path = Path(path) if path else models_dir() / "codec"
     if not (path / "config.json").is_file():
