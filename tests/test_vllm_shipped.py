@@ -39,7 +39,7 @@ MAX_GAP = 10.0
 
 
 def engine_wer(tts: TTS) -> float:
-    """Corpus WER (%) of the sentences spoken in the default voice with each seed (temperature 0.8)."""
+    """Corpus WER (%) of the sentences spoken in the default voice with each seed (default sampling)."""
     prefix = tts.voice(None)
     jobs = [(text, prefix, None) for text in SENTENCES]
     asr = get_transcriber()
