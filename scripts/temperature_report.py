@@ -37,7 +37,7 @@ def main() -> None:
         rows[float(t)] = summarize(json.loads(Path(path).read_text())[a.engine])
     rows = dict(sorted(rows.items()))
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-    lines = [f"| temperature | short-register failure % (all seeds) | sentence WER % per seed | sentence WER % mean |",
+    lines = ["| temperature | short-register failure % (all seeds) | sentence WER % per seed | sentence WER % mean |",
              "|---|---|---|---|"]
     for t, r in rows.items():
         lines.append(f"| {t:g} | {mean(r['short']):.1f} | {' / '.join(f'{w:.1f}' for w in r['sentences'])} "
