@@ -20,7 +20,8 @@ def load_codec(path: str | Path | None = None, bf16_decoder: bool | None = None)
 
     The codec trained under bf16 autocast, and its bf16 decoder is 2-3x faster on such CPUs (codec.md), with
     samples ~0.7 % (relative L2, about -43 dB) from the fp32 decoder's; streaming then matches offline decoding
-    to that ~0.7 % rather than exactly (exact in fp32). The encoder stays fp32: the codes never depend on it.
+    to that ~0.7 % rather than exactly, and a stream's samples differ in the last bits with the streams decoded
+    beside it (all exact in fp32). The encoder stays fp32: the codes never depend on it.
     """
     path = Path(path) if path else models_dir() / "codec"
     if not (path / "config.json").is_file():
