@@ -189,13 +189,16 @@ def test_graceful_shutdown_finishes_http_streams_and_closes_sessions(tts, tmp_pa
     server = live_server(tts, tmp_path / "d")
     text = {"input": "A reply that is still streaming when the server is asked to stop."}
     whole = httpx.post(f"{server.url}/v1/audio/speech", json=text, timeout=60).content
-    streaming, streamed = threading.Event(), []
+    streaming, streamed, errors = threading.Event(), [], []
 
     def listen():
-        with httpx.stream("POST", f"{server.url}/v1/audio/speech", json=text, timeout=60) as r:
-            for chunk in r.iter_bytes():
-                streamed.append(chunk)
-                streaming.set()
+        try:
+            with httpx.stream("POST", f"{server.url}/v1/audio/speech", json=text, timeout=60) as r:
+                for chunk in r.iter_bytes():
+                    streamed.append(chunk)
+                    streaming.set()
+        except httpx.HTTPError as e:  # a response cut short ends in an incomplete chunked body
+            errors.append(e)
 
     listener = threading.Thread(target=listen)
     with connect(ws_url(server)) as ws:
@@ -204,6 +207,7 @@ def test_graceful_shutdown_finishes_http_streams_and_closes_sessions(tts, tmp_pa
         assert isinstance(ws.recv(timeout=60), bytes)
         listener.start()
         assert streaming.wait(60)
+        before_stop = len(b"".join(streamed))
         server.stop()  # what SIGTERM does
         with pytest.raises(ConnectionClosed) as closed:
             while True:
@@ -211,10 +215,10 @@ def test_graceful_shutdown_finishes_http_streams_and_closes_sessions(tts, tmp_pa
         assert closed.value.rcvd.code == 1012  # "service restart": the client knows to reconnect
     listener.join(60)
     assert not server.thread.is_alive()
-    # the HTTP stream in flight finished, every sample delivered. Not byte-equal to `whole`: it decoded beside the
-    # session, and a request's logits differ in the last bits with its batch (lm.md), which can flip a sampled code
+    # the HTTP stream in flight finished: its body completed after the stop. Not byte-equal to `whole`: it decoded
+    # beside the session, and a request's logits differ in the last bits with its batch (lm.md), flipping codes
     body = b"".join(streamed)
-    assert body[:44] == whole[:44] and len(body) == len(whole)
+    assert not errors and body[:44] == whole[:44] and len(body) > before_stop and (len(body) - 44) % 2 == 0
     assert tts.engine.active == 0 and tts.engine.slots_in_use() == 0
 
 
