@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from gepard.engine.cached_lm import CachedLM
@@ -28,19 +29,24 @@ def test_cached_decoding_equals_a_full_forward_pass():
     assert torch.allclose(torch.cat(steps), full, atol=1e-5)
 
 
-def test_slots_with_different_lengths_in_one_batch_match_running_alone():
+@pytest.mark.parametrize("int8_head", [False, True])
+def test_a_decode_step_gives_each_slot_exactly_what_it_gets_alone(int8_head):
+    """Bit for bit, whatever the other rows and their lengths: a seeded request samples the same codes under
+    any load."""
     hf = model()
-    prompts = [torch.randn(1, n, 32) for n in (3, 7, 5)]
-    nxt = [torch.randn(1, 1, 32) for _ in range(3)]
+    prompts = [torch.randn(1, n, 32) for n in (3, 7, 5, 11, 2)]
+    nxt = [torch.randn(1, 1, 32) for _ in prompts]
     alone = []
     for p, x in zip(prompts, nxt):
-        c = CachedLM(hf, slots=1, max_len=32)
+        c = CachedLM(hf, slots=1, max_len=32, int8_head=int8_head)
         c.forward(p, torch.tensor([0]))
-        alone.append(c.forward(x, torch.tensor([0]))[0, -1])
-    together = CachedLM(hf, slots=4, max_len=32)
-    for slot, p in zip((2, 0, 3), prompts):
-        together.forward(p, torch.tensor([slot]))
-    batched = together.forward(torch.cat(nxt), torch.tensor([2, 0, 3]))
-    for b in range(3):
-        assert torch.allclose(batched[b, -1], alone[b], atol=1e-5)
-    assert together.lengths.tolist() == [8, 0, 4, 6]
+        alone.append(c.logits(c.forward(x, torch.tensor([0]))[:, -1])[0])
+    for rows in (2, 3, 5):
+        together = CachedLM(hf, slots=6, max_len=32, int8_head=int8_head)
+        slots = (2, 0, 3, 5, 1)[:rows]
+        for slot, p in zip(slots, prompts):
+            together.forward(p, torch.tensor([slot]))
+        batched = together.logits(together.forward(torch.cat(nxt[:rows]), torch.tensor(slots))[:, -1])
+        for b in range(rows):
+            assert torch.equal(batched[b], alone[b])
+    assert together.lengths.tolist() == [8, 3, 4, 6, 0, 12]

@@ -186,7 +186,7 @@ def test_full_server_answers_429(tts, tmp_path):
 
 
 def test_graceful_shutdown_finishes_http_streams_and_closes_sessions(tts, tmp_path):
-    server = live_server(tts, tmp_path / "d")
+    server = live_server(tts, tmp_path / "d", Limits(shutdown_grace_s=120))  # a busy CI machine must not cut it
     text = {"input": "A reply that is still streaming when the server is asked to stop."}
     whole = httpx.post(f"{server.url}/v1/audio/speech", json=text, timeout=60).content
     streaming, streamed, errors = threading.Event(), [], []
@@ -207,7 +207,6 @@ def test_graceful_shutdown_finishes_http_streams_and_closes_sessions(tts, tmp_pa
         assert isinstance(ws.recv(timeout=60), bytes)
         listener.start()
         assert streaming.wait(60)
-        before_stop = len(b"".join(streamed))
         server.stop()  # what SIGTERM does
         with pytest.raises(ConnectionClosed) as closed:
             while True:
@@ -215,10 +214,12 @@ def test_graceful_shutdown_finishes_http_streams_and_closes_sessions(tts, tmp_pa
         assert closed.value.rcvd.code == 1012  # "service restart": the client knows to reconnect
     listener.join(60)
     assert not server.thread.is_alive()
-    # the HTTP stream in flight finished: its body completed after the stop. Not byte-equal to `whole`: it decoded
-    # beside the session, and a request's logits differ in the last bits with its batch (lm.md), flipping codes
+    # the HTTP stream in flight finished, every sample delivered: the engine's decode steps are batch-invariant,
+    # so a request sampled beside the session gets the codes it gets alone; the codec, which decodes every
+    # stream's frames together, may round a sample 1 step the other way (fp32 conv kernels vary with the batch)
     body = b"".join(streamed)
-    assert not errors and body[:44] == whole[:44] and len(body) > before_stop and (len(body) - 44) % 2 == 0
+    assert not errors and body[:44] == whole[:44] and len(body) == len(whole)
+    assert np.abs(wav_samples(body).astype(int) - wav_samples(whole)).max() <= 1
     assert tts.engine.active == 0 and tts.engine.slots_in_use() == 0
 
 

@@ -80,44 +80,64 @@ class CachedLM:
 
     @torch.inference_mode()
     def forward(self, x: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-        """x (B, T, H) input embeddings appended to slots (B,) -> (B, T, H) final hidden states."""
+        """x (B, T, H) input embeddings appended to slots (B,) -> (B, T, H) final hidden states.
+
+        In a decode step (T = 1) each row comes out bit for bit as it would alone, so a request sampled with a
+        seed gets the same codes whatever else the engine runs beside it: every row attends to its own slot's
+        cache through a view (no gather, no padding to the longest row), and the projections of several rows
+        run one row at a time (`rowwise`: a matrix product's kernel, and with it a row's last bits, depends on
+        how many rows it multiplies).
+        """
         batch, new, hidden = x.shape
-        start = self.lengths[slots]  # (B,)
-        if int(start.max()) + new > self.max_len:
+        starts = self.lengths[slots]  # (B,)
+        if int(starts.max()) + new > self.max_len:
             raise ValueError(f"sequence longer than the engine's {self.max_len} positions")
-        positions = start[:, None] + torch.arange(new, device=x.device)  # (B, T)
-        span = int(start.max()) + new
-        one = batch == 1  # the common single-stream case: cache writes and reads are views, no gather copies
-        slot, past = (int(slots[0]), int(start[0])) if one else (0, 0)
-        mask = None if one and new == 1 else (  # (B, 1, T, S): causal, each slot its own past; one step: all of it
-            torch.arange(span, device=x.device)[None, None, :] <= positions[:, :, None])[:, None]
+        positions = starts[:, None] + torch.arange(new, device=x.device)  # (B, T)
         cos, sin = self.cos[positions][:, :, None], self.sin[positions][:, :, None]  # (B, T, 1, D)
-        slot_idx = slots[:, None].expand(batch, new)
+        rows = list(zip(slots.tolist(), starts.tolist()))
+        linear = F.linear if batch == 1 else rowwise
         d, heads, kv_heads = self.head_dim, self.heads, self.kv_heads
         h = x
         for i, w in enumerate(self.layers):
-            qkv = F.linear(F.rms_norm(h, (hidden,), w.input_norm, self.eps), w.qkv).view(batch, new, -1, d)
+            qkv = linear(F.rms_norm(h, (hidden,), w.input_norm, self.eps), w.qkv).view(batch, new, -1, d)
             qk = F.rms_norm(qkv[:, :, : heads + kv_heads], (d,), eps=self.eps) * w.qk_norm  # (B, T, heads + kv, D)
             qk = qk * cos + rotate_half(qk) * sin
-            fresh = torch.cat([qk[:, :, heads:], qkv[:, :, heads + kv_heads:]], dim=2)  # (B, T, 2 kv_heads, D)
-            if one:
-                self.kv[i, slot, :, past:span] = fresh[0].transpose(0, 1)
-                kv = self.kv[i, slot: slot + 1, :, :span]  # (1, 2 kv_heads, S, D)
-            else:
-                self.kv[i][slot_idx, :, positions] = fresh
-                kv = self.kv[i][slots, :, :span]  # (B, 2 kv_heads, S, D)
-            out = F.scaled_dot_product_attention(qk[:, :, :heads].transpose(1, 2), kv[:, :kv_heads], kv[:, kv_heads:],
-                                                 attn_mask=mask, enable_gqa=heads != kv_heads)  # scale D^-0.5
-            h = h + F.linear(out.transpose(1, 2).reshape(batch, new, -1), w.o)
-            gate, up = F.linear(F.rms_norm(h, (hidden,), w.post_norm, self.eps), w.gate_up).chunk(2, dim=-1)
-            h = h + F.linear(F.silu(gate) * up, w.down)
-        self.lengths[slots] = start + new
+            fresh = torch.cat([qk[:, :, heads:], qkv[:, :, heads + kv_heads:]], dim=2).transpose(1, 2)  # (B, 2kv, T, D)
+            queries = qk[:, :, :heads].transpose(1, 2)  # (B, heads, T, D)
+            out = torch.cat([self._attend(i, slot, past, queries[b: b + 1], fresh[b])
+                             for b, (slot, past) in enumerate(rows)])  # (B, heads, T, D)
+            h = h + linear(out.transpose(1, 2).reshape(batch, new, -1), w.o)
+            gate, up = linear(F.rms_norm(h, (hidden,), w.post_norm, self.eps), w.gate_up).chunk(2, dim=-1)
+            h = h + linear(F.silu(gate) * up, w.down)
+        self.lengths[slots] = starts + new
         return F.rms_norm(h, (hidden,), self.hf.model.norm.weight, self.eps)
+
+    def _attend(self, layer: int, slot: int, past: int, query: torch.Tensor, fresh: torch.Tensor) -> torch.Tensor:
+        """Write one slot's new keys and values, fresh (2 kv_heads, T, D), after its `past` cached positions;
+        attend with query (1, heads, T, D) to all of them, causally -> (1, heads, T, D)."""
+        new, device = query.shape[2], query.device
+        cache = self.kv[layer, slot, :, : past + new]  # (2 kv_heads, S, D): a view
+        cache[:, past:] = fresh
+        mask = None if new == 1 else (  # (T, S): the new positions see the past and each other causally
+            torch.arange(past + new, device=device)[None] <= past + torch.arange(new, device=device)[:, None])
+        return F.scaled_dot_product_attention(query, cache[None, : self.kv_heads], cache[None, self.kv_heads:],
+                                              attn_mask=mask, enable_gqa=self.heads != self.kv_heads)  # scale D^-0.5
 
     @torch.inference_mode()
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """(..., H) final hidden states -> (..., V) logits (fp32 from the int8 head)."""
-        return self.head(hidden.float()) if self.head is not None else self.hf.lm_head(hidden)
+        """(B, ..., H) final hidden states -> (B, ..., V) logits (fp32 from the int8 head), each b as it would
+        be alone (the int8 head quantizes its input with one scale per call, so it runs once per row)."""
+        if self.head is None:
+            return (F.linear if len(hidden) == 1 else rowwise)(hidden, self.hf.lm_head.weight)
+        return torch.cat([self.head(row) for row in hidden.float().split(1)])
+
+
+def rowwise(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """F.linear(x, weight) for x (B, T, K) or (B, K), computed for each b on its own (a batched product of B
+    single-row products), so that row b's bits never depend on the other rows."""
+    rows = x.reshape(x.shape[0], -1, x.shape[-1])  # (B, T, K)
+    out = torch.bmm(rows, weight.t().expand(x.shape[0], -1, -1))  # (B, T, N)
+    return out.view(*x.shape[:-1], weight.shape[0])
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
