@@ -30,7 +30,7 @@ def test_cached_decoding_equals_a_full_forward_pass():
 
 
 @pytest.mark.parametrize("int8_head", [False, True])
-def test_a_decode_step_gives_each_slot_exactly_what_it_gets_alone(int8_head):
+def test_a_batch_invariant_decode_step_gives_each_slot_exactly_what_it_gets_alone(int8_head):
     """Bit for bit, whatever the other rows and their lengths: a seeded request samples the same codes under
     any load."""
     hf = model()
@@ -38,11 +38,11 @@ def test_a_decode_step_gives_each_slot_exactly_what_it_gets_alone(int8_head):
     nxt = [torch.randn(1, 1, 32) for _ in prompts]
     alone = []
     for p, x in zip(prompts, nxt):
-        c = CachedLM(hf, slots=1, max_len=32, int8_head=int8_head)
+        c = CachedLM(hf, slots=1, max_len=32, int8_head=int8_head, batch_invariant=True)
         c.forward(p, torch.tensor([0]))
         alone.append(c.logits(c.forward(x, torch.tensor([0]))[:, -1])[0])
     for rows in (2, 3, 5):
-        together = CachedLM(hf, slots=6, max_len=32, int8_head=int8_head)
+        together = CachedLM(hf, slots=6, max_len=32, int8_head=int8_head, batch_invariant=True)
         slots = (2, 0, 3, 5, 1)[:rows]
         for slot, p in zip(slots, prompts):
             together.forward(p, torch.tensor([slot]))
@@ -50,3 +50,13 @@ def test_a_decode_step_gives_each_slot_exactly_what_it_gets_alone(int8_head):
         for b in range(rows):
             assert torch.equal(batched[b], alone[b])
     assert together.lengths.tolist() == [8, 3, 4, 6, 0, 12]
+
+
+def test_the_int8_head_gives_each_row_exactly_what_it_gets_alone_and_stays_close_to_fp32():
+    hf = model()
+    c = CachedLM(hf, slots=1, max_len=8, int8_head=True)
+    hidden = torch.randn(40, 1, 32) * torch.logspace(-2, 1, 40)[:, None, None]  # rows of very different scales
+    together = c.logits(hidden)
+    assert all(torch.equal(together[b], c.logits(hidden[b: b + 1])[0]) for b in range(40))
+    exact = hidden @ hf.lm_head.weight.float().t()
+    assert ((together - exact).norm(dim=-1) / exact.norm(dim=-1)).max() < 0.02

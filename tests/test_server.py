@@ -13,6 +13,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from gepard.api import TTS
+from gepard.engine.process import BATCH_INVARIANT
 from gepard.server.app import create_app
 from gepard.server.limits import Limits
 from gepard.server.local import LocalServer
@@ -27,6 +28,15 @@ def tts(tiny_lm_dir, tiny_codec_dir):
     with TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4) as tts:
         tts.codec.decoder.float()  # bit-exact audio to compare: a bf16 decoder (the default on CPUs with native
         # bf16) gives a stream's samples that differ in the last bits with the streams decoded beside it
+        yield tts
+
+
+@pytest.fixture
+def invariant_tts(monkeypatch, tiny_lm_dir, tiny_codec_dir):
+    """As `tts`, with an engine whose decode steps are batch-invariant (the engine process reads the variable)."""
+    monkeypatch.setenv(BATCH_INVARIANT, "1")
+    with TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4) as tts:
+        tts.codec.decoder.float()
         yield tts
 
 
@@ -185,7 +195,8 @@ def test_full_server_answers_429(tts, tmp_path):
         server.stop()
 
 
-def test_graceful_shutdown_finishes_http_streams_and_closes_sessions(tts, tmp_path):
+def test_graceful_shutdown_finishes_http_streams_and_closes_sessions(invariant_tts, tmp_path):
+    tts = invariant_tts
     server = live_server(tts, tmp_path / "d", Limits(shutdown_grace_s=120))  # a busy CI machine must not cut it
     text = {"input": "A reply that is still streaming when the server is asked to stop."}
     whole = httpx.post(f"{server.url}/v1/audio/speech", json=text, timeout=60).content
@@ -214,9 +225,9 @@ def test_graceful_shutdown_finishes_http_streams_and_closes_sessions(tts, tmp_pa
         assert closed.value.rcvd.code == 1012  # "service restart": the client knows to reconnect
     listener.join(60)
     assert not server.thread.is_alive()
-    # the HTTP stream in flight finished, every sample delivered: the engine's decode steps are batch-invariant,
-    # so a request sampled beside the session gets the codes it gets alone; the codec, which decodes every
-    # stream's frames together, may round a sample 1 step the other way (fp32 conv kernels vary with the batch)
+    # the HTTP stream in flight finished, every sample delivered: with batch-invariant decode steps a request
+    # sampled beside the session gets the codes it gets alone; the codec, which decodes every stream's frames
+    # together, may round a sample 1 step the other way (fp32 conv kernels vary with the batch)
     body = b"".join(streamed)
     assert not errors and body[:44] == whole[:44] and len(body) == len(whole)
     assert np.abs(wav_samples(body).astype(int) - wav_samples(whole)).max() <= 1

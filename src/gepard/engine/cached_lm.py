@@ -5,11 +5,16 @@ One call runs any number of slots, each appending T new positions after its own 
 mostly per-op overhead and weight reads, so the forward packs each layer's projections into fewer matrices
 (q|k|v and gate|up, as vLLM does), uses fused RMSNorm and a precomputed rotary table, and may keep the
 output head, the largest matrix by far, in int8 (`int8_head`). The math is the checkpoint's own.
+
+Every row attends to its own slot's cache and the int8 head's products are exact integers, so those never
+depend on the batch. With `batch_invariant` the projections of a decode step run one row at a time too
+(`rowwise`): then a seeded request samples the same codes under any load, at up to twice the decode step's
+cost for 16 rows on an fp32 CPU (a matrix product's kernel, and with it a row's last bits, depends on how many
+rows it multiplies).
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import torch
@@ -17,18 +22,24 @@ import torch.nn.functional as F
 from transformers import Qwen3ForCausalLM
 
 
-def quantized_head(head: torch.nn.Linear) -> torch.nn.Module:
-    """The output head (vocab x hidden: 3.5x the weights of all layers here) as a dynamically quantized
-    int8 Linear: per-channel int8 weights, fp32 in and out, fbgemm kernels. Quantizing the layers too
-    costs NLL (their activations have outliers); the head alone does not (docs/results/bench.md)."""
-    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+class Int8Head:
+    """The output head (vocab x hidden: 3.5x the weights of all layers here) in int8: per-channel symmetric
+    weights, each input row quantized with its own scale, an exact int32 product (torch._int_mm), fp32 out.
+    Integer sums do not depend on the kernel's order, so a row's logits never depend on the rows beside it.
+    Quantizing the layers too costs NLL (their activations have outliers); the head alone does not
+    (docs/results/bench.md)."""
 
-    float_head = torch.nn.Linear(head.in_features, head.out_features, bias=False)
-    float_head.weight.data = head.weight.detach().float()
-    with warnings.catch_warnings():  # torch marks eager-mode quantization deprecated; its kernels are current
-        warnings.simplefilter("ignore")
-        return quantize_dynamic(torch.nn.Sequential(float_head), {torch.nn.Linear: per_channel_dynamic_qconfig},
-                                dtype=torch.qint8)[0]
+    def __init__(self, weight: torch.Tensor):
+        weight = weight.detach().float()  # (V, H)
+        self.scale = weight.abs().amax(dim=1).clamp_min(1e-12) / 127  # (V,)
+        self.weight_t = torch.round(weight / self.scale[:, None]).to(torch.int8).t()  # (H, V)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., H) -> (..., V) fp32 logits."""
+        rows = x.float().reshape(-1, x.shape[-1])  # (N, H)
+        scale = rows.abs().amax(dim=1, keepdim=True).clamp_min(1e-12) / 127  # (N, 1)
+        product = torch._int_mm(torch.round(rows / scale).to(torch.int8), self.weight_t)  # (N, V) int32
+        return (product.float() * scale * self.scale).view(*x.shape[:-1], -1)
 
 
 @dataclass
@@ -55,14 +66,16 @@ class PackedLayer:
 
 class CachedLM:
     @torch.no_grad()
-    def __init__(self, hf: Qwen3ForCausalLM, slots: int, max_len: int, int8_head: bool = False):
+    def __init__(self, hf: Qwen3ForCausalLM, slots: int, max_len: int, int8_head: bool = False,
+                 batch_invariant: bool = False):
         cfg = hf.config
         dtype = hf.model.embed_tokens.weight.dtype
         device = hf.model.embed_tokens.weight.device
         self.hf, self.max_len, self.eps, self.device = hf, max_len, cfg.rms_norm_eps, device
+        self.batch_invariant = batch_invariant
         self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         self.layers = [PackedLayer.of(layer) for layer in hf.model.layers]
-        self.head = quantized_head(hf.lm_head) if int8_head else None
+        self.head = Int8Head(hf.lm_head.weight) if int8_head else None
         cos, sin = hf.model.rotary_emb(torch.zeros(1, dtype=dtype, device=device),
                                        torch.arange(max_len, device=device)[None])
         self.cos, self.sin = cos[0], sin[0]  # (max_len, D)
@@ -80,14 +93,9 @@ class CachedLM:
 
     @torch.inference_mode()
     def forward(self, x: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-        """x (B, T, H) input embeddings appended to slots (B,) -> (B, T, H) final hidden states.
-
-        In a decode step (T = 1) each row comes out bit for bit as it would alone, so a request sampled with a
-        seed gets the same codes whatever else the engine runs beside it: every row attends to its own slot's
-        cache through a view (no gather, no padding to the longest row), and the projections of several rows
-        run one row at a time (`rowwise`: a matrix product's kernel, and with it a row's last bits, depends on
-        how many rows it multiplies).
-        """
+        """x (B, T, H) input embeddings appended to slots (B,) -> (B, T, H) final hidden states. Each row attends
+        to its own slot's cache through a view (no gather, no padding to the longest row); with
+        `batch_invariant` each row of a decode step comes out bit for bit as it would alone."""
         batch, new, hidden = x.shape
         starts = self.lengths[slots]  # (B,)
         if int(starts.max()) + new > self.max_len:
@@ -95,7 +103,7 @@ class CachedLM:
         positions = starts[:, None] + torch.arange(new, device=x.device)  # (B, T)
         cos, sin = self.cos[positions][:, :, None], self.sin[positions][:, :, None]  # (B, T, 1, D)
         rows = list(zip(slots.tolist(), starts.tolist()))
-        linear = F.linear if batch == 1 else rowwise
+        linear = rowwise if self.batch_invariant and batch > 1 else F.linear
         d, heads, kv_heads = self.head_dim, self.heads, self.kv_heads
         h = x
         for i, w in enumerate(self.layers):
@@ -104,8 +112,8 @@ class CachedLM:
             qk = qk * cos + rotate_half(qk) * sin
             fresh = torch.cat([qk[:, :, heads:], qkv[:, :, heads + kv_heads:]], dim=2).transpose(1, 2)  # (B, 2kv, T, D)
             queries = qk[:, :, :heads].transpose(1, 2)  # (B, heads, T, D)
-            out = torch.cat([self._attend(i, slot, past, queries[b: b + 1], fresh[b])
-                             for b, (slot, past) in enumerate(rows)])  # (B, heads, T, D)
+            outs = [self._attend(i, slot, past, queries[b: b + 1], fresh[b]) for b, (slot, past) in enumerate(rows)]
+            out = outs[0] if batch == 1 else torch.cat(outs)  # (B, heads, T, D)
             h = h + linear(out.transpose(1, 2).reshape(batch, new, -1), w.o)
             gate, up = linear(F.rms_norm(h, (hidden,), w.post_norm, self.eps), w.gate_up).chunk(2, dim=-1)
             h = h + linear(F.silu(gate) * up, w.down)
@@ -126,10 +134,10 @@ class CachedLM:
     @torch.inference_mode()
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """(B, ..., H) final hidden states -> (B, ..., V) logits (fp32 from the int8 head), each b as it would
-        be alone (the int8 head quantizes its input with one scale per call, so it runs once per row)."""
-        if self.head is None:
-            return (F.linear if len(hidden) == 1 else rowwise)(hidden, self.hf.lm_head.weight)
-        return torch.cat([self.head(row) for row in hidden.float().split(1)])
+        be alone when the head is int8 or `batch_invariant`."""
+        if self.head is not None:
+            return self.head(hidden)
+        return (rowwise if self.batch_invariant and len(hidden) > 1 else F.linear)(hidden, self.hf.lm_head.weight)
 
 
 def rowwise(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

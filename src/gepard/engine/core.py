@@ -32,9 +32,9 @@ class Active:
 
 class EngineCore:
     def __init__(self, model: SpeechLM, slots: int = 16, max_len: int = 2048, int8_head: bool = False,
-                 prefill_budget: int = 64):
+                 prefill_budget: int = 64, batch_invariant: bool = False):
         self.model, self.vocab, self.prefill_budget = model, model.vocab, prefill_budget
-        self.lm = CachedLM(model.lm, slots, max_len, int8_head)
+        self.lm = CachedLM(model.lm, slots, max_len, int8_head, batch_invariant)
         self.free = list(range(slots))
         self.waiting: deque[tuple[int, Request]] = deque()
         self.active: dict[int, Active] = {}

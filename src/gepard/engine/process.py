@@ -26,6 +26,9 @@ from gepard.engine.base import Output, Request, check_request
 from gepard.engine.runner import Stream, StreamTable, step_safely
 
 
+BATCH_INVARIANT = "GEPARD_BATCH_INVARIANT"  # "1": a seeded request's codes never depend on the load (CachedLM)
+
+
 def half_the_cores() -> int:
     """CPU threads for the engine process; the codec and the server get the other half."""
     return max(1, (os.cpu_count() or 2) // 2)
@@ -131,7 +134,8 @@ def serve(model_dir: str, slots: int, threads: int, int8_head: bool, conn: Conne
         model = SpeechLM.from_pretrained(model_dir)
         if torch.cuda.is_available():  # written for GPUs but only run on CPUs so far; int8 head: CPU kernels
             model.lm.to("cuda")
-        core = EngineCore(model, slots=slots, int8_head=int8_head and not torch.cuda.is_available())
+        core = EngineCore(model, slots=slots, int8_head=int8_head and not torch.cuda.is_available(),
+                          batch_invariant=os.environ.get(BATCH_INVARIANT) == "1")
     except Exception as e:  # noqa: BLE001 - reported to the parent, which raises it
         send(conn, repr(e))
         return
