@@ -8,7 +8,7 @@ output head, the largest matrix by far, in int8 (`int8_head`). The math is the c
 
 Every row attends to its own slot's cache and the int8 head's products are exact integers, so those never
 depend on the batch. With `batch_invariant` the projections of a decode step run one row at a time too
-(`rowwise`): then a seeded request samples the same codes under any load, at up to twice the decode step's
+(`rowwise`): then a seeded request samples the same codes under any load, at 1.5-2x the decode step's
 cost for 16 rows on an fp32 CPU (a matrix product's kernel, and with it a row's last bits, depends on how many
 rows it multiplies).
 """
