@@ -34,8 +34,9 @@ def test_too_small_a_corpus_says_so():
 @pytest.mark.skipif(shared_data_dir() is None, reason="the shared corpus (../shared/data) is absent")
 def test_pool_option_writes_the_pools_training_texts_and_nothing_held_out(tmp_path):
     training, held_out = pool_sentences(shared_data_dir())
-    r = CliRunner().invoke(app, ["data", "sentences", str(tmp_path / "pool.txt"), "--pool"])
+    out = tmp_path / "new_folder" / "pool.txt"  # its folder is made
+    r = CliRunner().invoke(app, ["data", "sentences", str(out), "--pool"])
     assert r.exit_code == 0, r.output
-    lines = (tmp_path / "pool.txt").read_text(encoding="utf-8").splitlines()
+    lines = out.read_text(encoding="utf-8").splitlines()
     assert lines == training and not set(lines) & held_out
     assert any(len(line.split()) <= 2 for line in lines)  # the short replies come along

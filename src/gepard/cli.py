@@ -285,6 +285,7 @@ def data_sentences(
         raise FileNotFoundError("the shared corpus is not here (set GEPARD_DATA)")
     training, held_out = pool_sentences(data)
     sentences = training if pool else markov_sentences(training, count, held_out, seed)
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(sentences) + "\n", encoding="utf-8")
     typer.echo(f"{len(sentences)} sentences -> {out}; next: gepard data synthesize DIR --texts {out}")
 

@@ -127,9 +127,11 @@ def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollou
                 prefix = tts.model.prefix(ref)
             ref_audio = tts.codec.decode(ref)[0].numpy()
             text, expected_s = normalize_for_speech(p["text"]), expected(p["text"])
-            # one request per mode (the text front end runs once each), one rollout per seed
-            requests = {cfg_on: text_request(tts.model, text, prefix, SamplingParams(
-                cfg_scale=cfg.cfg_scale if cfg_on else 1.0, cfg_frames=cfg.cfg_frames)) for cfg_on in (False, True)}
+            # the text front end runs once a prompt: the single-pass request is the CFG one without its branch
+            guided = text_request(tts.model, text, prefix, SamplingParams(cfg_scale=cfg.cfg_scale,
+                                                                          cfg_frames=cfg.cfg_frames))
+            requests = {True: guided, False: replace(guided, sampling=replace(guided.sampling, cfg_scale=1.0),
+                                                     uncond_prompt_ids=None)}
             modes = [(seed, False) for seed in range(cfg.samples)] + [(seed, True) for seed in range(cfg.samples)]
             streams = [tts.engine.submit(replace(requests[on], sampling=replace(requests[on].sampling, seed=seed)))
                        for seed, on in modes]
