@@ -5,7 +5,8 @@ unchanged decoder reads any grid) and the resynthesis is transcribed by Whisper 
 little untrained is a cheap start for `gepard train codec --init CODEC --levels ...`.
 
 Usage: python scripts/requantize_wer.py OUT.md [--codec DIR] [--n 40] [--levels 8,8,8,5,5,5 --levels 4,4,4,4,4,4]
-(needs the shared corpus). The N clips are an even spread of the teacher test set's 2-8 s clips.
+[--voices flite_awb,flite_slt] (needs the shared corpus). The N clips are an even spread of the teacher test set's
+2-8 s clips (of those voices only, with --voices).
 """
 
 import argparse
@@ -31,11 +32,14 @@ def main() -> None:
     args.add_argument("--codec", default=None)
     args.add_argument("--n", type=int, default=40)
     args.add_argument("--levels", action="append", default=None)
+    args.add_argument("--voices", default=None, help="comma-separated speakers of the teacher test set")
     a = args.parse_args()
     grids = [[int(x) for x in text.split(",")] for text in (a.levels or ["8,8,8,5,5,5", "5,5,5,5,5,5",
                                                                          "4,4,4,4,4,4", "3,3,3,3,3,3"])]
     torch.set_num_threads(2)
-    clips = [u for u in shared_split("teacher_test") if u.duration and 2.0 < u.duration < 8.0]
+    voices = a.voices.split(",") if a.voices else None
+    clips = [u for u in shared_split("teacher_test") if u.duration and 2.0 < u.duration < 8.0
+             and (voices is None or u.speaker in voices)]
     clips = clips[:: max(1, len(clips) // a.n)][: a.n]
     codec, asr = load_codec(a.codec), get_transcriber(2)
     heard = {str(g): [] for g in grids}
@@ -46,13 +50,15 @@ def main() -> None:
             for g in grids:
                 heard[str(g)].append(asr.transcribe(codec.decoder(FSQ(g)(latents)).float()[0].numpy()))
     texts = [u.text for u in clips]
-    lines = ["# Coarser FSQ grids, untrained", "", f"Command: `python {shlex.join(sys.argv)}`", "",
+    lines = ["# Other FSQ grids, untrained", "", f"Command: `python {shlex.join(sys.argv)}`", "",
              (f"Machine: {describe_machine()}. Date: {datetime.date.today().isoformat()}. Codec "
-              f"`{a.codec or 'models/codec'}`; {len(clips)} teacher test clips of 2-8 s; WER by Whisper tiny.en."), "",
+              f"`{a.codec or 'models/codec'}`; {len(clips)} teacher test clips of 2-8 s"
+              f"{' (' + a.voices + ')' if a.voices else ''}; WER by Whisper tiny.en."), "",
              "| levels | codebook | bit/s | WER % |", "|---|---|---|---|"]
     for g in grids:
         bits = codec.config.frame_rate * math.log2(math.prod(g))
-        lines.append(f"| {','.join(map(str, g))} | {math.prod(g):,} | {bits:.0f} | {100 * wer(texts, heard[str(g)]):.1f} |")
+        score = 100 * wer(texts, heard[str(g)])
+        lines.append(f"| {','.join(map(str, g))} | {math.prod(g):,} | {bits:.0f} | {score:.1f} |")
     a.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

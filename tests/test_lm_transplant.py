@@ -7,7 +7,7 @@ from tests.conftest import tiny_speech_lm
 from gepard.lm.layout import Repetition
 from gepard.lm.model import LMConfig
 from gepard.lm.train import LMTrainConfig, build
-from gepard.lm.transplant import transplant
+from gepard.lm.transplant import nearest_codes, transplant
 from gepard.lm.voice import VoiceConfig
 
 TEXTS = ["hello there", "yes", "see you at nine"]
@@ -37,14 +37,22 @@ def test_everything_but_the_unshared_text_tokens_carries_over():
     assert dst.lm.lm_head.weight.data_ptr() == dst.lm.get_input_embeddings().weight.data_ptr()  # still tied
 
 
-def test_another_codebook_keeps_its_own_audio_embeddings():
-    src, dst = tiny_speech_lm(), built(256, levels=(4, 4, 3))
-    before = dst.lm.get_input_embeddings().weight[dst.vocab.audio_offset:].clone()
+def test_a_finer_grid_starts_each_code_from_the_nearest_coarse_code():
+    assert nearest_codes([2, 3], [4, 3]).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    src = tiny_speech_lm()
+    dst = built(256, levels=tuple(2 * lv if i == 0 else lv for i, lv in enumerate(src.voice.fsq.levels)))
     transplant(src, dst)
     old, new = src.lm.get_input_embeddings().weight, dst.lm.get_input_embeddings().weight
-    assert torch.equal(new[dst.vocab.audio_offset:], before)
-    assert torch.equal(new[dst.vocab.special("<eos>")], old[src.vocab.special("<eos>")])
-    assert torch.equal(dst.lm.model.layers[0].self_attn.q_proj.weight, src.lm.model.layers[0].self_attn.q_proj.weight)
+    fine = dst.voice.fsq.index_to_values(torch.arange(dst.vocab.codebook_size))
+    for code in (0, 1, 7, dst.vocab.codebook_size - 1):
+        coarse = int(torch.cdist(fine[code:code + 1], src.voice.fsq.index_to_values(
+            torch.arange(src.vocab.codebook_size))).argmin())
+        assert torch.equal(new[dst.vocab.audio_offset + code], old[src.vocab.audio_offset + coarse])
+
+
+def test_a_grid_with_another_number_of_digits_is_refused():
+    with pytest.raises(ValueError, match="number of digits"):
+        transplant(tiny_speech_lm(), built(256, levels=(4, 4, 3, 2)))
 
 
 def test_a_different_body_is_refused():

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import torch
 
+from gepard.codec.fsq import FSQ
 from gepard.lm.speech_lm import SpeechLM
+
+
+def nearest_codes(src_levels: list[int], dst_levels: list[int]) -> torch.Tensor:
+    """-> (prod(dst_levels),) for each code of the dst grid, the src code whose FSQ values are nearest, digit by
+    digit (both grids have the same number of digits)."""
+    src, dst = FSQ(src_levels), FSQ(dst_levels)
+    values = dst.index_to_values(torch.arange(dst.codebook_size))  # (N, D)
+    top = torch.tensor(src_levels) - 1
+    return src.digits_to_index(torch.minimum(src.values_to_digits(values).clamp(min=0), top))
 
 
 @torch.no_grad()
@@ -12,7 +22,8 @@ def transplant(src: SpeechLM, dst: SpeechLM) -> int:
     """Copy into dst (built with its own tokenizer) all that carries over from src: the transformer body, the
     voice compressor, the special-token embeddings, the audio-code embeddings (tied to the head) when both speak
     the same codebook, and the embedding of every text token both tokenizers share. -> the number of shared
-    text tokens. With another codebook, dst keeps its own audio-code embeddings."""
+    text tokens. With another FSQ grid of as many digits (a finer or coarser codebook), each audio code starts
+    from src's nearest code."""
 
     def body(model: SpeechLM) -> dict[str, torch.Tensor]:
         return {k: v for k, v in model.lm.state_dict().items() if "embed_tokens" not in k and "lm_head" not in k}
@@ -20,12 +31,14 @@ def transplant(src: SpeechLM, dst: SpeechLM) -> int:
     src_body, dst_body = body(src), body(dst)
     if {k: v.shape for k, v in src_body.items()} != {k: v.shape for k, v in dst_body.items()}:
         raise ValueError("the two models' transformer bodies differ")
+    src_levels, dst_levels = src.voice.fsq.levels, dst.voice.fsq.levels
+    if len(src_levels) != len(dst_levels):
+        raise ValueError(f"the codecs' FSQ grids differ in their number of digits ({src_levels} vs {dst_levels})")
     dst.lm.load_state_dict(src_body, strict=False)
     dst.voice.load_state_dict(src.voice.state_dict())
     old, new = src.lm.get_input_embeddings().weight, dst.lm.get_input_embeddings().weight
     new[dst.vocab.text_size: dst.vocab.audio_offset] = old[src.vocab.text_size: src.vocab.audio_offset]  # specials
-    if src.vocab.codebook_size == dst.vocab.codebook_size:
-        new[dst.vocab.audio_offset:] = old[src.vocab.audio_offset:]
+    new[dst.vocab.audio_offset:] = old[src.vocab.audio_offset + nearest_codes(src_levels, dst_levels)]
     old_ids = src.tokenizer.get_vocab()
     shared = [(i, old_ids[t]) for t, i in dst.tokenizer.get_vocab().items()
               if i < dst.vocab.text_size and old_ids.get(t, src.vocab.text_size) < src.vocab.text_size]
