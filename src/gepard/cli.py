@@ -600,6 +600,7 @@ def train_lm_cmd(
 def train_dpo_cmd(
     run_dir: str = typer.Option("runs/dpo", help="Prompts, scored rollouts, pairs, checkpoints; a run resumes."),
     model: str = typer.Option("models/lm", help="The model to improve (also the frozen DPO reference)."),
+    codec: str = typer.Option(None, help="The codec the model speaks (default: the shipped models/codec)."),
     shards: list[str] = typer.Option(["shards/train"], help="Token shards the prompts (and their voices) come from."),
     texts: str = typer.Option(None, help="One prompt text per line, each given a voice of the shards "
                                         "(needed for a phone-track model, whose shards hold tracks)."),
@@ -615,7 +616,7 @@ def train_dpo_cmd(
     """Distil two-pass text CFG into single-pass weights: rollouts, rewards, pairs, DPO -> RUN_DIR/export."""
     from gepard.dpo.pipeline import DPOConfig, train_dpo
 
-    export = train_dpo(DPOConfig(run_dir=run_dir, model=model, shards=shards, texts=texts, prompts=prompts,
+    export = train_dpo(DPOConfig(run_dir=run_dir, model=model, codec=codec, shards=shards, texts=texts, prompts=prompts,
                                  samples=samples, steps=steps, lr=lr, beta=beta, nll_weight=nll_weight,
                                  threads=threads, seed=seed))
     typer.echo(f"saved {export}")
