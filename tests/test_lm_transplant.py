@@ -48,6 +48,8 @@ def test_a_finer_grid_starts_each_code_from_the_nearest_coarse_code():
         coarse = int(torch.cdist(fine[code:code + 1], src.voice.fsq.index_to_values(
             torch.arange(src.vocab.codebook_size))).argmin())
         assert torch.equal(new[dst.vocab.audio_offset + code], old[src.vocab.audio_offset + coarse])
+    assert torch.equal(new[dst.vocab.special("<eos>")], old[src.vocab.special("<eos>")])
+    assert torch.equal(dst.lm.model.layers[0].self_attn.q_proj.weight, src.lm.model.layers[0].self_attn.q_proj.weight)
 
 
 def test_a_grid_with_another_number_of_digits_is_refused():

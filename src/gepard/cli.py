@@ -616,8 +616,8 @@ def train_dpo_cmd(
     """Distil two-pass text CFG into single-pass weights: rollouts, rewards, pairs, DPO -> RUN_DIR/export."""
     from gepard.dpo.pipeline import DPOConfig, train_dpo
 
-    export = train_dpo(DPOConfig(run_dir=run_dir, model=model, codec=codec, shards=shards, texts=texts, prompts=prompts,
-                                 samples=samples, steps=steps, lr=lr, beta=beta, nll_weight=nll_weight,
+    export = train_dpo(DPOConfig(run_dir=run_dir, model=model, codec=codec, shards=shards, texts=texts,
+                                 prompts=prompts, samples=samples, steps=steps, lr=lr, beta=beta, nll_weight=nll_weight,
                                  threads=threads, seed=seed))
     typer.echo(f"saved {export}")
 

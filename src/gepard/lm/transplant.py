@@ -12,18 +12,16 @@ def nearest_codes(src_levels: list[int], dst_levels: list[int]) -> torch.Tensor:
     """-> (prod(dst_levels),) for each code of the dst grid, the src code whose FSQ values are nearest, digit by
     digit (both grids have the same number of digits)."""
     src, dst = FSQ(src_levels), FSQ(dst_levels)
-    values = dst.index_to_values(torch.arange(dst.codebook_size))  # (N, D)
-    top = torch.tensor(src_levels) - 1
-    return src.digits_to_index(torch.minimum(src.values_to_digits(values).clamp(min=0), top))
+    values = dst.index_to_values(torch.arange(dst.codebook_size))  # (N, D) in [-1, 1)
+    return src.digits_to_index(torch.minimum(src.values_to_digits(values), torch.tensor(src_levels) - 1))
 
 
 @torch.no_grad()
 def transplant(src: SpeechLM, dst: SpeechLM) -> int:
     """Copy into dst (built with its own tokenizer) all that carries over from src: the transformer body, the
-    voice compressor, the special-token embeddings, the audio-code embeddings (tied to the head) when both speak
-    the same codebook, and the embedding of every text token both tokenizers share. -> the number of shared
-    text tokens. With another FSQ grid of as many digits (a finer or coarser codebook), each audio code starts
-    from src's nearest code."""
+    voice compressor, the special-token embeddings, the audio-code embeddings (tied to the head; on another FSQ
+    grid of as many digits, a finer or coarser codebook, each code starts from src's nearest code), and the
+    embedding of every text token both tokenizers share. -> the number of shared text tokens."""
 
     def body(model: SpeechLM) -> dict[str, torch.Tensor]:
         return {k: v for k, v in model.lm.state_dict().items() if "embed_tokens" not in k and "lm_head" not in k}
