@@ -7,13 +7,15 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 from transformers import AutoModelForCausalLM
 
 from gepard.lm.alignment import AlignmentConfig
 from gepard.lm.layout import Repetition
 from gepard.lm.model import LMConfig
 from gepard.lm.speech_lm import SpeechLM
-from gepard.lm.train import LMTrainConfig, train_lm
+from gepard.lm.data import LMDataset
+from gepard.lm.train import LMTrainConfig, train_lm, validation_nll
 from gepard.lm.voice import VoiceConfig
 
 LEVELS = [5, 4, 3]
@@ -53,10 +55,18 @@ def test_training_learns_resumes_and_exports_a_stock_checkpoint(tmp_path):
     cfg = tiny_config(tmp_path / "run", tmp_path / "shards", steps=5)
     train_lm(cfg)
     cfg.steps, cfg.val_shards, cfg.val_every = 30, [str(tmp_path / "shards")], 10
+    cfg.best_export = str(tmp_path / "best")
     model = train_lm(cfg)
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == list(range(1, 31))
-    assert [r["step"] for r in log if "val_loss" in r] == [10, 20, 30] and log[-1]["val_loss"] > 0
+    val = [r for r in log if "val_loss" in r]
+    assert [r["step"] for r in val] == [10, 20, 30] and log[-1]["val_loss"] > 0
+    new_lows = [r["step"] for i, r in enumerate(val) if r["val_loss"] < min([v["val_loss"] for v in val[:i]] or [1e9])]
+    assert [r["step"] for r in val if r.get("best_exported")] == new_lows
+    best = SpeechLM.from_pretrained(tmp_path / "best")
+    best_nll = validation_nll(best.float(), LMDataset(cfg.val_shards, best.encode_training_text, best.vocab,
+                                                      best.repetition), cfg.batch_frames, torch.device("cpu"))
+    assert abs(best_nll - min(r["val_loss"] for r in val)) < 0.05  # the lowest one, in bf16
     assert np.mean([r["loss"] for r in log[-5:]]) < np.mean([r["loss"] for r in log[:5]])
     assert (tmp_path / "run" / "loss.png").exists()
     model.save_pretrained(tmp_path / "export")

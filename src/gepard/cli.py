@@ -563,7 +563,8 @@ def train_lm_cmd(
                                       "padded): frame j is guided to token j, not along the whole text."),
     dropout: float = typer.Option(0.1, help="Dropout on each layer's attention and MLP output (training only)."),
     corrupt: float = typer.Option(0.1, help="Share of audio input tokens replaced by random codes (training only)."),
-    val_shards: list[str] = typer.Option([], help="Held-out token shards: their NLL is logged every 100 steps."),
+    val_shards: list[str] = typer.Option([], help="Held-out token shards, whose NLL is logged every --val-every "
+                                                  "steps."),
     supcon: float = typer.Option(0.0, help="Weight of the SupCon loss on voice prefixes (same speaker together)."),
     diversity: float = typer.Option(0.0, help="Weight of the loss keeping a prefix's K vectors apart."),
     text_vocab: int = typer.Option(512, help="Text tokens (byte-level BPE; 256 is one token per byte)."),
@@ -573,6 +574,10 @@ def train_lm_cmd(
                                                     "lm/frontend.py."),
     init: str = typer.Option("", help="Start a new run from this model's weights (the tokenizer may differ)."),
     export: str = typer.Option("", help="Also save the trained model here as a release (bf16)."),
+    best_export: str = typer.Option("", help="Save a release (bf16) here whenever the held-out NLL reaches a new "
+                                             "low (needs --val-shards)."),
+    val_every: int = typer.Option(100, help="Steps between held-out NLL measurements."),
+    checkpoint_every: int = typer.Option(100, help="Steps between resumable training checkpoints."),
 ):
     """Train the speech LM (under `torchrun --nproc_per_node N` it trains data-parallel)."""
     from gepard.lm.alignment import AlignmentConfig
@@ -586,6 +591,7 @@ def train_lm_cmd(
     model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_frames=batch_frames,
                                    lr=lr, threads=threads, lm=lm, dropout=dropout, corrupt=corrupt,
                                    val_shards=val_shards, text_vocab=text_vocab, init=init,
+                                   best_export=best_export, val_every=val_every, checkpoint_every=checkpoint_every,
                                    text_front_end=check_front_end(text_front_end), supcon=supcon,
                                    diversity=diversity,
                                    alignment=AlignmentConfig(align_weight, align_layer, align_heads, align_sigma,

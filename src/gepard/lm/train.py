@@ -52,6 +52,7 @@ class LMTrainConfig:
     diversity: float = 0.0  # weight of the prefix diversity loss
     val_shards: list[str] = field(default_factory=list)  # held-out token shards for the validation NLL
     val_every: int = 100
+    best_export: str = ""  # a folder that gets a release export whenever the validation NLL reaches a new low
     threads: int = 2
     seed: int = 0
     lm: LMConfig = field(default_factory=LMConfig)
@@ -131,6 +132,7 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
         raise ValueError(f"alignment layer {align.layer} / heads {align.heads} do not exist in this LM")
     tap = AttentionTap(model.lm.model.layers[align.layer].self_attn) if align.weight > 0 else None
     bar = tqdm(total=cfg.steps, initial=step, desc="lm", unit="step", disable=rank != 0)
+    best = min((r["val_loss"] for r in read_log(run / "log.jsonl") if "val_loss" in r), default=math.inf)
     t0 = time.time() - elapsed
     while step < cfg.steps:
         for g in opt.param_groups:
@@ -156,6 +158,9 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
                    "precision": precision_name(device.type)}
             if val and (step % cfg.val_every == 0 or step == cfg.steps):
                 row["val_loss"] = validation_nll(model, val, cfg.batch_frames, device)
+                if cfg.best_export and row["val_loss"] < best:
+                    best, row["best_exported"] = row["val_loss"], True
+                    model.save_pretrained(cfg.best_export)
             log.write(json.dumps(row) + "\n")
             log.flush()
             if step % cfg.checkpoint_every == 0 or step == cfg.steps:
@@ -214,13 +219,20 @@ def save_checkpoint(model: SpeechLM, opt, step: int, elapsed: float, folder: Pat
         shutil.rmtree(old)
 
 
+def read_log(log_path: Path) -> list[dict]:
+    """The rows of a run's log.jsonl ([] before the first step)."""
+    if not log_path.exists():
+        return []
+    return [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+
+
 def plot_loss(log_path: Path, out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+    rows = read_log(log_path)
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot([r["step"] for r in rows], [r["loss"] for r in rows], lw=0.8, label="training batches")
     val = [r for r in rows if "val_loss" in r]
