@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from gepard.engine.base import DEFAULT_TEMPERATURE
+from gepard.engine.base import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Gepard: streaming text-to-speech for real-time voice agents.")
@@ -369,6 +369,7 @@ def eval_lm_cmd(
     voices: str = typer.Option("", help="Only these corpus voices, comma-separated (default: all): a model trained "
                                "on a few voices is measured on its own."),
     temperature: float = typer.Option(DEFAULT_TEMPERATURE, help="Sampling temperature (0 = greedy)."),
+    top_p: float = typer.Option(DEFAULT_TOP_P, help="Nucleus sampling mass (1 = off)."),
 ):
     """WER, speaker similarity, short-register failure and runaway rates of the speech LM."""
     from gepard.api import TTS
@@ -376,7 +377,8 @@ def eval_lm_cmd(
     from gepard.eval.lm_report import evaluate_lm, write_report
 
     with TTS.load(model, codec, engine=engine) as tts:
-        results = evaluate_lm(tts, limit=limit, threads=threads, sampling=SamplingParams(temperature=temperature),
+        results = evaluate_lm(tts, limit=limit, threads=threads,
+                              sampling=SamplingParams(temperature=temperature, top_p=top_p),
                               voices=[v for v in voices.split(",") if v] or None)
     write_report(results, invocation(ctx), out, train_log)
     typer.echo(out.read_text())

@@ -10,13 +10,14 @@ if TYPE_CHECKING:  # importing torch takes seconds; the engine process's front e
 
 
 DEFAULT_TEMPERATURE = 0.5  # docs/results/temperature.md: 0.4-0.5 beat 0.6-0.8 on sentence WER and short replies
+DEFAULT_TOP_P = 1.0  # off: 0.95 spoke no better (docs/results/lm.md) and made vLLM sort every row's logits
 
 
 @dataclass(frozen=True)
 class SamplingParams:
     temperature: float = DEFAULT_TEMPERATURE  # 0 = greedy
     top_k: int = 100  # 0 = off
-    top_p: float = 0.95  # 1 = off
+    top_p: float = DEFAULT_TOP_P  # 1 = off
     repetition_penalty: float = 1.0  # > 1 discourages codes seen in the last `repetition_window` frames
     repetition_window: int = 16
     seed: int = 0
