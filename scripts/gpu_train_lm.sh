@@ -20,7 +20,7 @@ out=${OUT:?set OUT to the folder whose files come back}
 work=$(mktemp -d)
 timeout "$seconds" python3 -m gepard.cli train lm --shards shards/train --val-shards shards/test \
   --batch-frames "$frames" --hidden "$hidden" --layers "$layers" --threads 8 --run-dir "$work/run" --steps "$steps" \
-  --val-every $(( steps / 18 )) --checkpoint-every "$steps" --best-export "$work/best" "$@" > "$out/train.log" 2>&1
+  --val-every $(( steps >= 18 ? steps / 18 : 1 )) --checkpoint-every "$steps" --best-export "$work/best" "$@" > "$out/train.log" 2>&1
 echo "training exit status $? after ${SECONDS}s" | tee -a "$out/train.log"
 rm -rf "$work/run/checkpoint"
 tar -C "$work" -cf - run best | split -b 15M - "$out/lm.tar.part-"

@@ -174,8 +174,8 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingPa
         "params": sum(p.numel() for p in tts.model.lm.parameters()),
         "voice_params": sum(p.numel() for p in tts.model.voice.parameters()),
         "machine": describe_machine(), "date": datetime.date.today().isoformat(), "engine": tts.engine_name,
-        "voices": voices, "temperature": sampling.temperature,
-        "top_p": sampling.top_p, "asr_loops": asr.loops - loops_before,
+        "voices": voices, "temperature": sampling.temperature, "top_p": sampling.top_p,
+        "asr_loops": asr.loops - loops_before,
         "rows": rows, "short_rows": short_rows,
     }
 
@@ -201,7 +201,8 @@ def write_report(r: dict, command: str, out: Path, train_log: Path | None = None
         f"| runaway rate (no stop before the max-frame guard), {r['generations']} generations "
         f"| {r['runaway_rate']:.2f} % | — |",
         "", f"Failure: no stop before the guard, or utterance WER > {FAIL_WER:.0%}. Sampling: "
-        f"{SamplingParams(temperature=r.get('temperature', 0.8), top_p=r.get('top_p', 0.95)).describe()}, seed 0; engine: {r.get('engine', 'torch')}. Whisper "
+        f"{SamplingParams(temperature=r.get('temperature', 0.8), top_p=r.get('top_p', 0.95)).describe()}, seed 0; "
+        f"engine: {r.get('engine', 'torch')}. Whisper "
         f"transcripts that looped and were decoded again with a beam of 5: {r.get('asr_loops', '—')}."
         + (f" Voices: {', '.join(r['voices'])} (test sentences of these voices only; short-register items spoken "
            "in one of them)." if r.get("voices") else ""),
