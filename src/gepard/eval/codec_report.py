@@ -144,6 +144,8 @@ def write_report(results: dict, command: str, out: Path, train_log: Path | None 
         if cfg.get("adversarial_from", -1) >= 0:
             losses += (f", multi-resolution spectrogram discriminator (LSGAN + feature matching) from step "
                        f"{cfg['adversarial_from']}")
+        if cfg.get("semantic_weight"):
+            losses += f", semantic distillation of Whisper tiny.en's encoder (weight {cfg['semantic_weight']:g})"
         lines += ["", f"Training: {log[-1]['step']} steps of batch {cfg.get('batch_size', 16)} × "
                   f"{cfg.get('crop_frames', 40) / results['frame_rate']:.1f} s crops in "
                   f"{log[-1]['elapsed_s'] / 3600:.2f} h on this CPU ({log[-1].get('precision', 'bf16 autocast')}), "
