@@ -612,7 +612,9 @@ def train_dpo_cmd(
     shards: list[str] = typer.Option(["shards/train"], help="Token shards the prompts (and their voices) come from."),
     texts: str = typer.Option(None, help="One prompt text per line, each given a voice of the shards "
                                         "(needed for a phone-track model, whose shards hold tracks)."),
-    prompts: int = typer.Option(200, help="Prompts to roll out (60% of them short: at most 3 words)."),
+    prompts: int = typer.Option(200, help="Prompts to roll out."),
+    short_share: float = typer.Option(0.6, min=0.0, max=1.0, help="Share of the prompts that are short (at most 3 "
+                                                                  "words): the short register."),
     samples: int = typer.Option(4, help="Rollouts per prompt with single-pass and again with two-pass CFG."),
     steps: int = typer.Option(200, help="DPO optimizer steps."),
     lr: float = typer.Option(1e-5),
@@ -625,8 +627,8 @@ def train_dpo_cmd(
     from gepard.dpo.pipeline import DPOConfig, train_dpo
 
     export = train_dpo(DPOConfig(run_dir=run_dir, model=model, codec=codec, shards=shards, texts=texts,
-                                 prompts=prompts, samples=samples, steps=steps, lr=lr, beta=beta, nll_weight=nll_weight,
-                                 threads=threads, seed=seed))
+                                 prompts=prompts, short_share=short_share, samples=samples, steps=steps, lr=lr,
+                                 beta=beta, nll_weight=nll_weight, threads=threads, seed=seed))
     typer.echo(f"saved {export}")
 
 
