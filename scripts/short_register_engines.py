@@ -1,9 +1,9 @@
-"""Short-register failure of the shipped model per engine, over several seeds (the same items, voices and
-sampling as `gepard eval lm --voices flite_awb,flite_kal16,flite_rms,flite_slt`); with --sentences, also the
-corpus WER of the held-out test sentences of those voices, per seed.
+"""Short-register failure of the shipped model (or --model) per engine, over several seeds (the same items,
+voices and sampling as `gepard eval lm --voices flite_awb,flite_kal16,flite_rms,flite_slt`); with --sentences,
+also the corpus WER of the held-out test sentences of those voices, per seed.
 
 Usage: python scripts/short_register_engines.py OUT.json [--seeds N] [--engines torch,torch-fp32-head,vllm]
-                                                  [--temperature T] [--sentences]
+                                                  [--temperature T] [--sentences] [--model DIR]
 
 Engines: the embedded torch engine with its int8 output head (the default), with the exact fp32 head, and
 vLLM. Prints each engine's results per seed and over all seeds; writes every item's outcome to OUT.json as
@@ -22,16 +22,16 @@ from gepard.eval.lm_report import VoicePicker, speak_short_register, synthesize_
 from gepard.paths import lm_dir
 
 VOICES = ["flite_awb", "flite_kal16", "flite_rms", "flite_slt"]
-ENGINES = {"torch": lambda: "torch",  # each engine starts when its turn comes
-           "torch-fp32-head": lambda: EngineProcess(lm_dir(None), 16, int8_head=False),
-           "vllm": lambda: "vllm"}
+ENGINES = {"torch": lambda model: "torch",  # each engine starts when its turn comes
+           "torch-fp32-head": lambda model: EngineProcess(lm_dir(model), 16, int8_head=False),
+           "vllm": lambda model: "vllm"}
 
 
-def run_engine(name: str, engine, seeds: int, temperature: float, sentences: bool) -> dict:
+def run_engine(name: str, engine, model: str | None, seeds: int, temperature: float, sentences: bool) -> dict:
     """{"short": seed -> whether each short-register item failed (no stop before the guard, or utterance WER
     > 50 %), "sentences": seed -> corpus WER % and transcripts of the held-out sentences (if asked)}."""
     out = {"short": {}, "sentences": {}}
-    with TTS.load(None, None, engine=engine) as tts:
+    with TTS.load(model, None, engine=engine) as tts:
         asr, voice_of = get_transcriber(2), VoicePicker(tts, VOICES)
         short = shared_split("short_register")
         test = [u for u in shared_split("teacher_test") if u.speaker in VOICES]
@@ -57,10 +57,11 @@ def main() -> None:
     args.add_argument("--engines", default=",".join(ENGINES))
     args.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
     args.add_argument("--sentences", action="store_true")
+    args.add_argument("--model", default=None, help="Speech LM folder (default: the shipped models/lm).")
     a = args.parse_args()
     if a.seeds < 1:
         args.error("--seeds must be at least 1")
-    results = {name: run_engine(name, ENGINES[name](), a.seeds, a.temperature, a.sentences)
+    results = {name: run_engine(name, ENGINES[name](a.model), a.model, a.seeds, a.temperature, a.sentences)
                for name in a.engines.split(",")}
     with open(a.out, "w") as f:
         json.dump(results, f)
