@@ -24,8 +24,22 @@ from gepard.codec.model import Codec
 from gepard.data.prepare import read_shards
 from gepard.eval.asr import get_transcriber, wer
 from gepard.eval.machine import describe_machine
+from gepard.lm.layout import IGNORE, training_sequence
 from gepard.lm.speech_lm import SpeechLM
-from gepard.lm.teacher_forced import audio_logits, sample_codes
+from gepard.precision import autocast
+
+
+@torch.inference_mode()
+def audio_logits(model: SpeechLM, text: str, codes: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """(J,) true codes -> (J, codebook) teacher-forced logits over the audio codes."""
+    ids = model.encode_training_text(text)
+    seq, labels = training_sequence(ids, codes.tolist(), model.vocab, model.repetition.copies(len(ids)))
+    with autocast("cpu"):
+        prefix = model.prefix(ref[None])
+        hidden = model.lm.model(inputs_embeds=model.embed(prefix, torch.tensor([seq]))).last_hidden_state[0]
+        keep = torch.tensor(labels) != IGNORE
+        logits = model.lm.lm_head(hidden[prefix.shape[1]:][keep]).float()
+    return logits[:-1, model.vocab.audio_offset:]  # the last labelled position predicts <eos>
 
 
 def digit_agreement(codec: Codec, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -67,7 +81,7 @@ def main() -> None:
             ref = next((r for r in by_speaker[speaker] if r[0] != uid), (None, None, None, codes.numpy()))[3]
             logits = audio_logits(model, text, codes, torch.from_numpy(ref[:100]))
             argmax = logits.argmax(-1)
-            sample = sample_codes(logits, 0.8, gen)
+            sample = torch.multinomial((logits / 0.8).softmax(-1), 1, generator=gen)[:, 0]
             agree.append(digit_agreement(codec, argmax, codes))
             for name, c in (("argmax", argmax), ("sample", sample)):
                 heard[name].append(asr.transcribe(codec.decode(c[None])[0].numpy()))

@@ -34,7 +34,7 @@ def test_crops_come_with_the_features_of_their_own_frames(speech_path, tmp_path,
     assert offsets == [0] and frame_samples == 640 and len(features) == -(-len(cached) // 640)
     np.testing.assert_array_equal(features, whisper(cached.astype(np.float32) / 32767, 640))
 
-    audio, targets = RandomCrops(folder, 10 * 640, seed=1, frames=load_features(folder)).batch(4, augment=False)
+    audio, targets = RandomCrops(folder, 10 * 640, seed=1, features=True).batch(4, augment=False)
     assert targets.shape == (4, 10, 384)
     for clip, target in zip(audio.numpy(), targets.numpy()):
         start = np.flatnonzero(np.all(np.lib.stride_tricks.sliding_window_view(

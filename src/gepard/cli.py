@@ -523,12 +523,6 @@ def train_codec_cmd(
                                "product); default: the --init codec's, else the shipped grid."),
     init: Path = typer.Option(None, help="Start a new run from this saved codec's weights (e.g. with other "
                               "--levels); its architecture is kept."),
-    lm_codes: Path = typer.Option(None, help="Token shards of the --train clips (gepard data prepare with this "
-                                  "codec): the decoder also learns to render the speech LM's teacher-forced codes "
-                                  "of them (needs --freeze-encoder)."),
-    lm_model: Path = typer.Option(None, help="The speech LM for --lm-codes (default: the shipped one)."),
-    lm_share: float = typer.Option(0.5, min=0.0, max=1.0, help="Share of each batch decoded from the LM's codes."),
-    lm_temperature: float = typer.Option(0.5, min=0.0, help="Sampling temperature of the LM's codes (0: argmax)."),
     export: str = typer.Option("", help="Also save the trained codec here (config.json + model.safetensors)."),
 ):
     """Train the FSQ codec (default data: the shared corpus's real + teacher speech, minus held-out speakers)."""
@@ -544,8 +538,6 @@ def train_codec_cmd(
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
                       phase_weight=phase_weight, freeze_encoder=freeze_encoder,
                       semantic_weight=semantic_weight, init=str(init or ""), codec=codec,
-                      lm_codes=str(lm_codes or ""), lm_model=str(lm_model or ""), lm_share=lm_share,
-                      lm_temperature=lm_temperature,
                       train_data=str(train) if train else SHARED_TRAINING_DATA)
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))

@@ -52,12 +52,12 @@ def cache_summary(folder: str | Path) -> dict:
 class RandomCrops:
     """Random (batch, length) crops from an audio cache, longer utterances drawn more often.
 
-    With `frames` ((N, dim) array, frame offset of each cache span, samples per frame: e.g. semantic.load_features
-    or lm_codes.load_lm_codes), crops start on codec-frame boundaries and come with those frames.
+    With `features`, crops start on codec-frame boundaries and come with their Whisper features
+    (semantic.build_feature_cache must have run on the folder).
     """
 
     def __init__(self, folder: str | Path, length: int, seed: int = 0, min_length: int = 8000,
-                 frames: tuple[np.ndarray, list[int], int] | None = None):
+                 features: bool = False):
         folder = Path(folder)
         index = json.loads((folder / "index.json").read_text())
         self.audio = np.memmap(folder / "audio.int16", dtype=np.int16, mode="r")
@@ -67,27 +67,27 @@ class RandomCrops:
         self.rng = np.random.default_rng(seed)
         weights = self.spans[:, 1].astype(np.float64)
         self.p = weights / weights.sum()
-        self.frames = None
-        if frames is not None:
-            self.frames, offsets, self.frame_samples = frames
-            self.frame_offsets = np.array(offsets, dtype=np.int64)[kept]
+        self.features = None
+        if features:
+            self.features, offsets, self.frame_samples = load_features(folder)
+            self.feature_offsets = np.array(offsets, dtype=np.int64)[kept]
 
     def batch(self, batch_size: int, augment: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(B, length) float32 audio (short utterances zero-padded, gain randomized in augment mode) and, with
-        frames, their (B, length // frame_samples, dim) frames (zero past an utterance's end)."""
+        features, their (B, length // frame_samples, dim) float32 targets (zero past an utterance's end)."""
         out = np.zeros((batch_size, self.length), dtype=np.float32)
         targets = None
-        if self.frames is not None:
+        if self.features is not None:
             fs = self.frame_samples
-            targets = np.zeros((batch_size, self.length // fs, self.frames.shape[1]), dtype=self.frames.dtype)
+            targets = np.zeros((batch_size, self.length // fs, self.features.shape[1]), dtype=np.float32)
         for i, j in enumerate(self.rng.choice(len(self.spans), size=batch_size, p=self.p)):
             offset, n = self.spans[j]
-            if self.frames is None:
+            if self.features is None:
                 start = self.rng.integers(0, max(1, n - self.length + 1))
             else:
                 start = self.rng.integers(0, max(1, (n - self.length) // fs + 1)) * fs
-                first, count = self.frame_offsets[j] + start // fs, min(targets.shape[1], -(-(n - start) // fs))
-                targets[i, :count] = self.frames[first: first + count]
+                first, count = self.feature_offsets[j] + start // fs, min(targets.shape[1], -(-(n - start) // fs))
+                targets[i, :count] = self.features[first: first + count]
             clip = self.audio[offset + start: offset + min(n, start + self.length)].astype(np.float32) / 32767
             out[i, : len(clip)] = clip
         if augment:

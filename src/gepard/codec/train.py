@@ -13,7 +13,6 @@ from tqdm import tqdm
 
 from gepard.codec.dataset import RandomCrops, build_audio_cache, cache_summary
 from gepard.codec.discriminator import MultiResolutionDiscriminator, discriminator_loss, generator_losses
-from gepard.codec.lm_codes import build_lm_code_cache, load_lm_codes, with_lm_codes
 from gepard.codec.losses import SpectralLoss
 from gepard.codec.model import Codec, CodecConfig
 from gepard.codec.semantic import SemanticHead, build_feature_cache, load_features
@@ -42,10 +41,6 @@ class TrainConfig:
     adversarial_batch: int = 4  # the discriminator sees this many items of each batch (it costs more than the codec)
     freeze_encoder: bool = False  # train the decoder only: every code stays as it was
     semantic_weight: float = 0.0  # distil Whisper's encoder into the codes (semantic.py; 0: off)
-    lm_codes: str = ""  # token shards of the training clips: decode teacher-forced LM codes too (lm_codes.py)
-    lm_model: str = ""  # the speech LM drawing them ("": the shipped one)
-    lm_share: float = 0.5  # share of the batch items decoded from the LM's codes
-    lm_temperature: float = 0.5
     init: str = ""  # a saved codec to start from (its FSQ levels may differ from cfg.codec's)
     train_data: str = SHARED_TRAINING_DATA  # what the training speech is, for reports
     threads: int = 2
@@ -96,9 +91,6 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
         model.load_state_dict(Codec.from_pretrained(cfg.init).state_dict())  # FSQ levels have no weights
 
     semantic = cfg.semantic_weight > 0
-    if cfg.lm_codes and (semantic or not cfg.freeze_encoder):
-        raise ValueError("training on LM codes needs --freeze-encoder (the codes must keep their meaning) and no "
-                         "semantic loss")
     spf = cfg.codec.samples_per_frame
     folders = [build_audio_cache(utts, cache_dir, cfg.codec.sample_rate) for utts in (train, val)]
     (run / "data.json").write_text(json.dumps(cache_summary(folders[0])))
@@ -106,14 +98,8 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
         folders = [build_feature_cache(folder, spf, cfg.threads) for folder in folders]
         if "semantic_head" not in ckpt:
             head.fit_targets(load_features(folders[0])[0])
-    frames = load_features(folders[0]) if semantic else None
-    if cfg.lm_codes:
-        frames = load_lm_codes(build_lm_code_cache(folders[0], cfg.lm_codes, cfg.lm_model, spf, model.fingerprint(),
-                                                   cfg.lm_temperature, cfg.seed))
-    crops = RandomCrops(folders[0], cfg.crop_frames * spf, seed=cfg.seed + step, frames=frames)
-    val_crops = RandomCrops(folders[1], cfg.crop_frames * spf, seed=123, frames=load_features(folders[1]) if semantic
-                            else None)
-    mixing = torch.Generator().manual_seed(cfg.seed + step)
+    crops = RandomCrops(folders[0], cfg.crop_frames * spf, seed=cfg.seed + step, features=semantic)
+    val_crops = RandomCrops(folders[1], cfg.crop_frames * spf, seed=123, features=semantic)
     val_batch = [None if x is None else x.to(device) for x in val_crops.batch(32, augment=False)]
 
     log = open(run / "log.jsonl", "a")
@@ -122,17 +108,15 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     while step < min(cfg.steps, cfg.stop_at):
         for g in (*opt.param_groups, *opt_d.param_groups, *opt_s.param_groups):
             g["lr"] = lr_at(step, cfg)
-        audio, aligned = crops.batch(cfg.batch_size)  # aligned: Whisper features or LM codes, per frame
+        audio, targets = crops.batch(cfg.batch_size)
         audio = audio.to(device)
         with autocast(device.type):
             values = model.quantize(audio)
-            if cfg.lm_codes:
-                values = with_lm_codes(values, aligned, model.fsq, cfg.lm_share, mixing)
             recon = model.decoder(values)
         loss, parts = loss_fn(recon, audio)
         if semantic:
             with autocast(device.type):
-                parts["semantic"] = head.loss(values, aligned.to(device))
+                parts["semantic"] = head.loss(values, targets.to(device))
             loss = loss + cfg.semantic_weight * parts["semantic"]
             parts["semantic"] = parts["semantic"].item()
         if 0 <= cfg.adversarial_from <= step:
