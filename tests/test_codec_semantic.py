@@ -34,7 +34,9 @@ def test_crops_come_with_the_features_of_their_own_frames(speech_path, tmp_path,
     assert offsets == [0] and frame_samples == 640 and len(features) == -(-len(cached) // 640)
     np.testing.assert_array_equal(features, whisper(cached.astype(np.float32) / 32767, 640))
 
-    audio, targets = RandomCrops(folder, 10 * 640, seed=1, features=True).batch(4, augment=False)
+    audio, targets = RandomCrops(folder, 10 * 640, seed=1, frame_targets={"semantic": load_features(folder)}).batch(
+        4, augment=False)
+    targets = targets["semantic"]
     assert targets.shape == (4, 10, 384)
     for clip, target in zip(audio.numpy(), targets.numpy()):
         start = np.flatnonzero(np.all(np.lib.stride_tricks.sliding_window_view(
@@ -57,11 +59,11 @@ def test_semantic_training_logs_the_loss_and_resumes_with_its_head(speech_path, 
     cfg = dict(run_dir=str(tmp_path / "run"), steps=8, batch_size=2, crop_frames=8, lr=3e-3, warmup=1,
                checkpoint_every=4, val_every=4, threads=1, semantic_weight=1.0, codec=tiny_codec_config())
     train_codec(TrainConfig(**cfg, stop_at=4), data, data, cache_dir=str(tmp_path / "cache"))
-    head = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["semantic_head"]
+    head = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["heads"]
     train_codec(TrainConfig(**cfg), data, data, cache_dir=str(tmp_path / "cache"))
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == list(range(1, 9))
     assert all(0 < r["semantic"] < 2 for r in log)
     assert log[-1]["val_semantic"] < log[3]["val_semantic"]  # the codes learned to predict the teacher
-    resumed = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["semantic_head"]
+    resumed = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["heads"]
     assert any(not torch.equal(head[k], resumed[k]) for k in head)

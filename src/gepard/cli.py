@@ -519,6 +519,8 @@ def train_codec_cmd(
                                         "on them stay valid."),
     semantic_weight: float = typer.Option(0.0, help="Weight of the semantic loss: the codes predict Whisper "
                                           "tiny.en's encoder frame by frame (0: off)."),
+    phone_weight: float = typer.Option(0.0, help="Weight of the phone loss: the codes name the flite phone of "
+                                       "their frame (needs phone-track manifests, scripts/flite_track.py; 0: off)."),
     levels: str = typer.Option("", help="FSQ levels per latent channel, e.g. 4,4,4,4,4,4 (codebook = their "
                                "product); default: the --init codec's, else the shipped grid."),
     init: Path = typer.Option(None, help="Start a new run from this saved codec's weights (e.g. with other "
@@ -537,7 +539,7 @@ def train_codec_cmd(
     cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, lr=lr, threads=threads,
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
                       phase_weight=phase_weight, freeze_encoder=freeze_encoder,
-                      semantic_weight=semantic_weight, init=str(init or ""), codec=codec,
+                      semantic_weight=semantic_weight, phone_weight=phone_weight, init=str(init or ""), codec=codec,
                       train_data=str(train) if train else SHARED_TRAINING_DATA)
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))

@@ -11,7 +11,6 @@ import torch
 from tqdm import tqdm
 
 from gepard.audio import AudioError, load_audio
-from gepard.codec.semantic import load_features
 from gepard.data.manifests import Utterance
 
 
@@ -52,12 +51,13 @@ def cache_summary(folder: str | Path) -> dict:
 class RandomCrops:
     """Random (batch, length) crops from an audio cache, longer utterances drawn more often.
 
-    With `features`, crops start on codec-frame boundaries and come with their Whisper features
-    (semantic.build_feature_cache must have run on the folder).
+    With `frame_targets` ({name: (per-frame array, per-span frame offsets, samples per frame)}, e.g. from
+    semantic.load_features or phones.load_phones), crops start on codec-frame boundaries and come with the
+    targets of their own frames.
     """
 
     def __init__(self, folder: str | Path, length: int, seed: int = 0, min_length: int = 8000,
-                 features: bool = False):
+                 frame_targets: dict[str, tuple[np.ndarray, list[int], int]] | None = None):
         folder = Path(folder)
         index = json.loads((folder / "index.json").read_text())
         self.audio = np.memmap(folder / "audio.int16", dtype=np.int16, mode="r")
@@ -67,29 +67,25 @@ class RandomCrops:
         self.rng = np.random.default_rng(seed)
         weights = self.spans[:, 1].astype(np.float64)
         self.p = weights / weights.sum()
-        self.features = None
-        if features:
-            self.features, offsets, self.frame_samples = load_features(folder)
-            self.feature_offsets = np.array(offsets, dtype=np.int64)[kept]
+        self.targets = {name: (array, np.array(offsets, dtype=np.int64)[kept])
+                        for name, (array, offsets, _) in (frame_targets or {}).items()}
+        self.frame_samples = {fs for _, _, fs in (frame_targets or {}).values()}.pop() if frame_targets else 1
 
-    def batch(self, batch_size: int, augment: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(B, length) float32 audio (short utterances zero-padded, gain randomized in augment mode) and, with
-        features, their (B, length // frame_samples, dim) float32 targets (zero past an utterance's end)."""
+    def batch(self, batch_size: int, augment: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """(B, length) float32 audio (short utterances zero-padded, gain randomized in augment mode) and
+        {name: (B, length // frame_samples, ...) targets} (zero past an utterance's end)."""
+        fs = self.frame_samples
         out = np.zeros((batch_size, self.length), dtype=np.float32)
-        targets = None
-        if self.features is not None:
-            fs = self.frame_samples
-            targets = np.zeros((batch_size, self.length // fs, self.features.shape[1]), dtype=np.float32)
+        targets = {name: np.zeros((batch_size, self.length // fs, *array.shape[1:]), dtype=array.dtype)
+                   for name, (array, _) in self.targets.items()}
         for i, j in enumerate(self.rng.choice(len(self.spans), size=batch_size, p=self.p)):
             offset, n = self.spans[j]
-            if self.features is None:
-                start = self.rng.integers(0, max(1, n - self.length + 1))
-            else:
-                start = self.rng.integers(0, max(1, (n - self.length) // fs + 1)) * fs
-                first, count = self.feature_offsets[j] + start // fs, min(targets.shape[1], -(-(n - start) // fs))
-                targets[i, :count] = self.features[first: first + count]
+            start = self.rng.integers(0, max(1, (n - self.length) // fs + 1)) * fs
+            for name, (array, offsets) in self.targets.items():
+                first, count = offsets[j] + start // fs, min(self.length // fs, -(-(n - start) // fs))
+                targets[name][i, :count] = array[first: first + count]
             clip = self.audio[offset + start: offset + min(n, start + self.length)].astype(np.float32) / 32767
             out[i, : len(clip)] = clip
         if augment:
             out *= 10 ** (self.rng.uniform(-12, 3, size=(batch_size, 1)) / 20)
-        return torch.from_numpy(np.clip(out, -1, 1)), None if targets is None else torch.from_numpy(targets)
+        return torch.from_numpy(np.clip(out, -1, 1)), {k: torch.from_numpy(v) for k, v in targets.items()}

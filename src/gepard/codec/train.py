@@ -9,16 +9,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
+from torch import nn
 from tqdm import tqdm
 
 from gepard.codec.dataset import RandomCrops, build_audio_cache, cache_summary
 from gepard.codec.discriminator import MultiResolutionDiscriminator, discriminator_loss, generator_losses
 from gepard.codec.losses import SpectralLoss
 from gepard.codec.model import Codec, CodecConfig
+from gepard.codec.phones import PhoneHead, build_phone_cache, load_phones
 from gepard.codec.semantic import SemanticHead, build_feature_cache, load_features
 from gepard.data.manifests import Utterance
 from gepard.precision import autocast, precision_name
 
+HEADS = {"semantic": SemanticHead, "phones": PhoneHead}  # training-only heads on the quantized values
 SHARED_TRAINING_DATA = "the shared corpus: teacher train + real speech except the held-out speakers"
 
 
@@ -41,6 +44,7 @@ class TrainConfig:
     adversarial_batch: int = 4  # the discriminator sees this many items of each batch (it costs more than the codec)
     freeze_encoder: bool = False  # train the decoder only: every code stays as it was
     semantic_weight: float = 0.0  # distil Whisper's encoder into the codes (semantic.py; 0: off)
+    phone_weight: float = 0.0  # the codes name their frame's phone (phones.py; phone-track data; 0: off)
     init: str = ""  # a saved codec to start from (its FSQ levels may differ from cfg.codec's)
     train_data: str = SHARED_TRAINING_DATA  # what the training speech is, for reports
     threads: int = 2
@@ -74,9 +78,11 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay)
     disc = MultiResolutionDiscriminator().to(device)
     opt_d = torch.optim.AdamW(disc.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay)
-    head = SemanticHead(len(cfg.codec.levels)).to(device)
-    opt_s = torch.optim.AdamW(head.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay)
-    step, elapsed = 0, 0.0
+    weights = {name: w for name, w in (("semantic", cfg.semantic_weight), ("phones", cfg.phone_weight)) if w > 0}
+    heads = nn.ModuleDict({name: HEADS[name](len(cfg.codec.levels)) for name in weights}).to(device)
+    opt_h = torch.optim.AdamW(heads.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay) \
+        if weights else None
+    step, elapsed, fitted = 0, 0.0, False
     if ckpt:
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
@@ -84,41 +90,46 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
         if "discriminator" in ckpt:
             disc.load_state_dict(ckpt["discriminator"])
             opt_d.load_state_dict(ckpt["opt_discriminator"])
-        if "semantic_head" in ckpt:
-            head.load_state_dict(ckpt["semantic_head"])
-            opt_s.load_state_dict(ckpt["opt_semantic"])
+        if "heads" in ckpt and ckpt["heads"].keys() == heads.state_dict().keys():  # else new heads start fresh
+            heads.load_state_dict(ckpt["heads"])
+            opt_h.load_state_dict(ckpt["opt_heads"])
+            fitted = True
     elif cfg.init:
         model.load_state_dict(Codec.from_pretrained(cfg.init).state_dict())  # FSQ levels have no weights
 
-    semantic = cfg.semantic_weight > 0
     spf = cfg.codec.samples_per_frame
     folders = [build_audio_cache(utts, cache_dir, cfg.codec.sample_rate) for utts in (train, val)]
     (run / "data.json").write_text(json.dumps(cache_summary(folders[0])))
-    if semantic:
-        folders = [build_feature_cache(folder, spf, cfg.threads) for folder in folders]
-        if "semantic_head" not in ckpt:
-            head.fit_targets(load_features(folders[0])[0])
-    crops = RandomCrops(folders[0], cfg.crop_frames * spf, seed=cfg.seed + step, features=semantic)
-    val_crops = RandomCrops(folders[1], cfg.crop_frames * spf, seed=123, features=semantic)
-    val_batch = [None if x is None else x.to(device) for x in val_crops.batch(32, augment=False)]
+    targets = [{} for _ in folders]
+    for folder, utts, found in zip(folders, (train, val), targets):
+        if "semantic" in weights:
+            found["semantic"] = load_features(build_feature_cache(folder, spf, cfg.threads))
+        if "phones" in weights:
+            found["phones"] = load_phones(build_phone_cache(folder, utts, spf))
+    if "semantic" in weights and not fitted:
+        heads["semantic"].fit_targets(targets[0]["semantic"][0])
+    crops = RandomCrops(folders[0], cfg.crop_frames * spf, seed=cfg.seed + step, frame_targets=targets[0])
+    val_crops = RandomCrops(folders[1], cfg.crop_frames * spf, seed=123, frame_targets=targets[1])
+    val_audio, val_targets = val_crops.batch(32, augment=False)
+    val_audio, val_targets = val_audio.to(device), {k: v.to(device) for k, v in val_targets.items()}
 
     log = open(run / "log.jsonl", "a")
     bar = tqdm(total=min(cfg.steps, cfg.stop_at), initial=step, desc="codec", unit="step")
     t0 = time.time() - elapsed
     while step < min(cfg.steps, cfg.stop_at):
-        for g in (*opt.param_groups, *opt_d.param_groups, *opt_s.param_groups):
+        for g in (*opt.param_groups, *opt_d.param_groups, *(opt_h.param_groups if opt_h else ())):
             g["lr"] = lr_at(step, cfg)
-        audio, targets = crops.batch(cfg.batch_size)
+        audio, frame_targets = crops.batch(cfg.batch_size)
         audio = audio.to(device)
         with autocast(device.type):
             values = model.quantize(audio)
             recon = model.decoder(values)
         loss, parts = loss_fn(recon, audio)
-        if semantic:
+        for name, weight in weights.items():
             with autocast(device.type):
-                parts["semantic"] = head.loss(values, targets.to(device))
-            loss = loss + cfg.semantic_weight * parts["semantic"]
-            parts["semantic"] = parts["semantic"].item()
+                head_loss = heads[name].loss(values, frame_targets[name].to(device))
+            loss = loss + weight * head_loss
+            parts[name] = head_loss.item()
         if 0 <= cfg.adversarial_from <= step:
             real, fake = audio[: cfg.adversarial_batch], recon[: cfg.adversarial_batch]
             parts["disc"] = train_discriminator(disc, opt_d, real, fake.detach(), device)
@@ -127,25 +138,24 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
             loss = loss + cfg.adversarial_scale * (adv + cfg.feature_weight * fm)
             parts["adv"], parts["fm"] = adv.item(), fm.item()
         opt.zero_grad(set_to_none=True)
-        opt_s.zero_grad(set_to_none=True)
+        heads.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).item()
         opt.step()
-        if semantic:
-            opt_s.step()
+        if opt_h:
+            opt_h.step()
         step += 1
         record = {"step": step, "loss": loss.item(), **parts, "grad_norm": grad_norm, "lr": lr_at(step, cfg),
                   "elapsed_s": time.time() - t0, "precision": precision_name(device.type)}
         if step % cfg.val_every == 0 or step == cfg.stop_at:
-            record["val_loss"], val_parts = evaluate(model, head, loss_fn, *val_batch, device)
-            record.update({f"val_{k}": val_parts[k] for k in ("mel", "semantic") if k in val_parts})
+            record["val_loss"], val_parts = evaluate(model, heads, loss_fn, val_audio, val_targets, device)
+            record.update({f"val_{k}": v for k, v in val_parts.items() if k in ("mel", *HEADS, "phone_accuracy")})
         log.write(json.dumps(record) + "\n")
         log.flush()
         bar.update(1)
         bar.set_postfix(loss=f"{loss.item():.3f}", mel=f"{parts['mel']:.3f}")
         if step % cfg.checkpoint_every == 0 or step == cfg.stop_at:
-            save_checkpoint(ckpt_path, model, opt, disc, opt_d, step, cfg, time.time() - t0,
-                            (head, opt_s) if semantic else None)
+            save_checkpoint(ckpt_path, model, opt, disc, opt_d, heads, opt_h, step, cfg, time.time() - t0)
     bar.close()
     return model.eval()
 
@@ -161,29 +171,32 @@ def train_discriminator(disc, opt_d, real: torch.Tensor, fake: torch.Tensor, dev
 
 
 @torch.no_grad()
-def evaluate(model: Codec, head: SemanticHead, loss_fn: SpectralLoss, audio: torch.Tensor,
-             targets: torch.Tensor | None, device: torch.device):
-    """Spectral loss (and, given feature targets, the semantic loss) of a fixed validation batch."""
+def evaluate(model: Codec, heads: nn.ModuleDict, loss_fn: SpectralLoss, audio: torch.Tensor,
+             targets: dict[str, torch.Tensor], device: torch.device):
+    """Spectral loss and each frame head's loss (+ the phone head's accuracy) on a fixed validation batch."""
     model.eval()
     with autocast(device.type):
         values = model.quantize(audio)
         recon = model.decoder(values)
     model.train()
     loss, parts = loss_fn(recon, audio)
-    if targets is not None:
-        with autocast(device.type):
-            parts["semantic"] = head.loss(values, targets).item()
+    with autocast(device.type):
+        for name, head in heads.items():
+            parts[name] = head.loss(values, targets[name]).item()
+            if name == "phones":
+                parts["phone_accuracy"] = head.accuracy(values, targets[name])
     return loss.item(), parts
 
 
-def save_checkpoint(path: Path, model: Codec, opt, disc, opt_d, step: int, cfg: TrainConfig, elapsed_s: float,
-                    semantic: tuple | None = None):
-    """Atomic: a crash while saving leaves the previous checkpoint intact. `semantic`: (head, its optimizer)."""
+def save_checkpoint(path: Path, model: Codec, opt, disc, opt_d, heads: nn.ModuleDict, opt_h, step: int,
+                    cfg: TrainConfig, elapsed_s: float):
+    """Atomic: a crash while saving leaves the previous checkpoint intact. The frame heads are training-only
+    (not part of the exported codec)."""
     tmp = path.with_suffix(".tmp")
     state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
              "codec": asdict(cfg.codec), "elapsed_s": elapsed_s,
              "discriminator": disc.state_dict(), "opt_discriminator": opt_d.state_dict()}
-    if semantic:
-        state["semantic_head"], state["opt_semantic"] = semantic[0].state_dict(), semantic[1].state_dict()
+    if opt_h:
+        state["heads"], state["opt_heads"] = heads.state_dict(), opt_h.state_dict()
     torch.save(state, tmp)
     tmp.replace(path)

@@ -23,6 +23,10 @@ TRACK_FRAMES = 200  # 8 s at 25 Hz: the longest utterance one track holds
 TRACK_VOICE = "slt"  # the flite voice whose timing the front end uses at inference
 FRAME_S = 0.04
 PAD = "_"
+# flite's US English phones as `flite -psdur` names them ("pau": a pause)
+PHONES = ("pau", "aa", "ae", "ah", "ao", "aw", "ax", "ay", "b", "ch", "d", "dh", "eh", "er", "ey", "f", "g", "hh", "ih",
+          "iy", "jh", "k", "l", "m", "n", "ng", "ow", "oy", "p", "r", "s", "sh", "t", "th", "uh", "uw", "v", "w", "y",
+          "z", "zh")
 MAX_TRACK_CHARS = 90  # text per utterance: flite slt says ~17 characters a second (5th percentile 14)
 
 
