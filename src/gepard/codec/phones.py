@@ -20,18 +20,18 @@ from gepard.data.manifests import Utterance
 from gepard.lm.track import PAD, PHONES
 
 LABELS_FILE = "phones.i16"
+PHONE_IDS = {p: i + 1 for i, p in enumerate(PHONES)}  # label 0: no phone in the frame
 
 
 def phone_labels(track: str, frames: int) -> np.ndarray:
     """A padded track -> (frames,) int16 labels: 1 + the phone's index in PHONES, 0 where the clip has no phone."""
-    ids = {p: i + 1 for i, p in enumerate(PHONES)}
     words = track.split()
-    unknown = sorted(set(words) - set(ids) - {PAD})
+    unknown = sorted(set(words) - set(PHONE_IDS) - {PAD})
     if unknown:
         raise ValueError(f"--phone-weight needs phone-track manifests (scripts/flite_track.py); this text is not "
                          f"one: {' '.join(unknown[:5])}")
     labels = np.zeros(frames, dtype=np.int16)
-    kept = [ids.get(w, 0) for w in words[:frames]]
+    kept = [PHONE_IDS.get(w, 0) for w in words[:frames]]
     labels[: len(kept)] = kept
     return labels
 
