@@ -521,6 +521,9 @@ def train_codec_cmd(
                                           "tiny.en's encoder frame by frame (0: off)."),
     phone_weight: float = typer.Option(0.0, help="Weight of the phone loss: the codes name the flite phone of "
                                        "their frame (needs phone-track manifests, scripts/flite_track.py; 0: off)."),
+    listener: Path = typer.Option(None, help="A phone listener (`gepard train listener`) whose beliefs about "
+                                  "the resynthesis must match its beliefs about the original."),
+    listener_weight: float = typer.Option(1.0, help="Weight of the listener's divergence (with --listener)."),
     levels: str = typer.Option("", help="FSQ levels per latent channel, e.g. 4,4,4,4,4,4 (codebook = their "
                                "product); default: the --init codec's, else the shipped grid."),
     init: Path = typer.Option(None, help="Start a new run from this saved codec's weights (e.g. with other "
@@ -540,12 +543,45 @@ def train_codec_cmd(
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
                       phase_weight=phase_weight, freeze_encoder=freeze_encoder,
                       semantic_weight=semantic_weight, phone_weight=phone_weight, init=str(init or ""), codec=codec,
+                      listener=str(listener or ""), listener_weight=listener_weight if listener else 0.0,
                       train_data=str(train) if train else SHARED_TRAINING_DATA)
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))
     if export:
         model.save_pretrained(export)
         typer.echo(f"saved {export}")
+
+
+@train_app.command("listener")
+@user_errors
+def train_listener_cmd(
+    train: Path = typer.Option(..., help="Phone-track training manifest (scripts/flite_track.py)."),
+    val: Path = typer.Option(..., help="Phone-track validation manifest."),
+    out: Path = typer.Option(Path("runs/listener"), help="Where the listener is saved."),
+    steps: int = typer.Option(1500),
+    batch_size: int = typer.Option(32),
+    lr: float = typer.Option(1e-3, help="Peak learning rate (one-cycle schedule)."),
+    threads: int = typer.Option(2, help="CPU threads."),
+):
+    """Train the phone listener that `gepard train codec --listener` uses as a perceptual loss."""
+    import torch
+
+    from gepard.codec.dataset import RandomCrops, build_audio_cache
+    from gepard.codec.listener import ListenerConfig, train_listener
+    from gepard.codec.phones import build_phone_cache, load_phones
+    from gepard.data.manifests import read_manifest
+
+    torch.set_num_threads(threads)
+    frame_samples = ListenerConfig().frame_samples
+    crops = []
+    for seed, manifest in enumerate((train, val)):
+        utts = read_manifest(manifest)
+        folder = build_audio_cache(utts, ".cache")
+        phones = load_phones(build_phone_cache(folder, utts, frame_samples))
+        crops.append(RandomCrops(folder, 40 * frame_samples, seed=seed, frame_targets={"phones": phones}))
+    result = train_listener(*crops, out, steps=steps, batch_size=batch_size, lr=lr)
+    typer.echo(f"saved {out}: held-out phone accuracy {100 * result['val_accuracy']:.1f} %, "
+               f"loss {result['val_loss']:.3f}")
 
 
 @train_app.command("lm")

@@ -8,6 +8,7 @@ audio frame j sits a fixed distance after track entry j) and what a listener nee
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -38,19 +39,22 @@ def phone_labels(track: str, frames: int) -> np.ndarray:
 
 def build_phone_cache(audio_folder: str | Path, utterances: list[Utterance], frame_samples: int) -> Path:
     """Phone labels for every utterance of an audio cache (dataset.build_audio_cache), one per codec frame:
-    audio_folder/phones.i16 ((sum of frames,) int16) + phones.json (frame offset per span)."""
+    audio_folder/phones.i16 ((sum of frames,) int16) + phones.json (frame offset per span); rebuilt when the
+    utterances' tracks change."""
     folder = Path(audio_folder)
     index_path = folder / "phones.json"
-    if index_path.exists():
-        return folder
     text = {u.id: u.text for u in utterances}
+    digest = hashlib.sha1(json.dumps(sorted(text.items())).encode()).hexdigest()[:12]  # same audio, new tracks
+    if index_path.exists() and json.loads(index_path.read_text()).get("tracks") == digest:
+        return folder
     labels, offsets, total = [], [], 0
     for uid, _, n in json.loads((folder / "index.json").read_text())["spans"]:
         labels.append(phone_labels(text[uid], -(-n // frame_samples)))
         offsets.append(total)
         total += len(labels[-1])
     np.concatenate(labels).tofile(folder / LABELS_FILE)
-    index_path.write_text(json.dumps({"frame_samples": frame_samples, "offsets": offsets, "frames": total}))
+    index_path.write_text(json.dumps({"frame_samples": frame_samples, "offsets": offsets, "frames": total,
+                                      "tracks": digest}))
     return folder
 
 

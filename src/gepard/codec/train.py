@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from gepard.codec.dataset import RandomCrops, build_audio_cache, cache_summary
 from gepard.codec.discriminator import MultiResolutionDiscriminator, discriminator_loss, generator_losses
+from gepard.codec.listener import PhoneListener
 from gepard.codec.losses import SpectralLoss
 from gepard.codec.model import Codec, CodecConfig
 from gepard.codec.phones import PhoneHead, build_phone_cache, load_phones
@@ -45,6 +46,8 @@ class TrainConfig:
     freeze_encoder: bool = False  # train the decoder only: every code stays as it was
     semantic_weight: float = 0.0  # distil Whisper's encoder into the codes (semantic.py; 0: off)
     phone_weight: float = 0.0  # the codes name their frame's phone (phones.py; phone-track data; 0: off)
+    listener: str = ""  # a phone listener (listener.py): its beliefs on the resynthesis match the original's
+    listener_weight: float = 0.0
     init: str = ""  # a saved codec to start from (its FSQ levels may differ from cfg.codec's)
     train_data: str = SHARED_TRAINING_DATA  # what the training speech is, for reports
     threads: int = 2
@@ -82,6 +85,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     heads = nn.ModuleDict({name: HEADS[name](len(cfg.codec.levels)) for name in weights}).to(device)
     opt_h = torch.optim.AdamW(heads.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay) \
         if weights else None
+    ear = PhoneListener.load(cfg.listener).to(device) if cfg.listener_weight > 0 else None
     step, elapsed, fitted = 0, 0.0, False
     if ckpt:
         model.load_state_dict(ckpt["model"])
@@ -130,6 +134,11 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
                 head_loss = heads[name].loss(values, frame_targets[name].to(device))
             loss = loss + weight * head_loss
             parts[name] = head_loss.item()
+        if ear:
+            with autocast(device.type):
+                heard = ear.divergence(recon, audio)
+            loss = loss + cfg.listener_weight * heard
+            parts["listener"] = heard.item()
         if 0 <= cfg.adversarial_from <= step:
             real, fake = audio[: cfg.adversarial_batch], recon[: cfg.adversarial_batch]
             parts["disc"] = train_discriminator(disc, opt_d, real, fake.detach(), device)
@@ -148,8 +157,9 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
         record = {"step": step, "loss": loss.item(), **parts, "grad_norm": grad_norm, "lr": lr_at(step, cfg),
                   "elapsed_s": time.time() - t0, "precision": precision_name(device.type)}
         if step % cfg.val_every == 0 or step == cfg.stop_at:
-            record["val_loss"], val_parts = evaluate(model, heads, loss_fn, val_audio, val_targets, device)
-            record.update({f"val_{k}": v for k, v in val_parts.items() if k in ("mel", *HEADS, "phone_accuracy")})
+            record["val_loss"], val_parts = evaluate(model, heads, ear, loss_fn, val_audio, val_targets, device)
+            record.update({f"val_{k}": v for k, v in val_parts.items()
+                           if k in ("mel", *HEADS, "phone_accuracy", "listener")})
         log.write(json.dumps(record) + "\n")
         log.flush()
         bar.update(1)
@@ -171,9 +181,10 @@ def train_discriminator(disc, opt_d, real: torch.Tensor, fake: torch.Tensor, dev
 
 
 @torch.no_grad()
-def evaluate(model: Codec, heads: nn.ModuleDict, loss_fn: SpectralLoss, audio: torch.Tensor,
-             targets: dict[str, torch.Tensor], device: torch.device):
-    """Spectral loss and each frame head's loss (+ the phone head's accuracy) on a fixed validation batch."""
+def evaluate(model: Codec, heads: nn.ModuleDict, ear: PhoneListener | None, loss_fn: SpectralLoss,
+             audio: torch.Tensor, targets: dict[str, torch.Tensor], device: torch.device):
+    """Spectral loss, each frame head's loss (+ the phone head's accuracy) and the listener's divergence on a
+    fixed validation batch."""
     model.eval()
     with autocast(device.type):
         values = model.quantize(audio)
@@ -185,6 +196,8 @@ def evaluate(model: Codec, heads: nn.ModuleDict, loss_fn: SpectralLoss, audio: t
             parts[name] = head.loss(values, targets[name]).item()
             if name == "phones":
                 parts["phone_accuracy"] = head.accuracy(values, targets[name])
+        if ear:
+            parts["listener"] = ear.divergence(recon, audio).item()
     return loss.item(), parts
 
 
