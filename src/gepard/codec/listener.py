@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from gepard.codec.dataset import RandomCrops
 from gepard.codec.losses import mel_filterbank
+from gepard.codec.phones import phone_accuracy, phone_loss
 from gepard.lm.track import PHONES
 from gepard.precision import autocast
 
@@ -74,14 +75,11 @@ class PhoneListener(nn.Module):
         return self.out(self.frame(x).transpose(1, 2))
 
     def loss(self, audio: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy over the frames of (B, J) int targets that have a phone (label > 0)."""
-        return F.cross_entropy(self(audio).float().transpose(1, 2), target.long(), ignore_index=0)
+        return phone_loss(self(audio), target)
 
     @torch.no_grad()
     def accuracy(self, audio: torch.Tensor, target: torch.Tensor) -> float:
-        """Share of the labelled frames whose phone the listener hears right."""
-        present = target > 0
-        return ((self(audio).argmax(-1) == target) & present).sum().item() / max(1, present.sum().item())
+        return phone_accuracy(self(audio), target)
 
     def divergence(self, heard: torch.Tensor, original: torch.Tensor) -> torch.Tensor:
         """Mean over frames of KL(beliefs from the original || beliefs from what was heard), (B, T) each; the

@@ -78,11 +78,19 @@ class PhoneHead(nn.Module):
         return self.net(values)
 
     def loss(self, values: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy over the frames of (B, J) int targets that have a phone (label > 0)."""
-        return F.cross_entropy(self(values).float().transpose(1, 2), target.long(), ignore_index=0)
+        return phone_loss(self(values), target)
 
     @torch.no_grad()
     def accuracy(self, values: torch.Tensor, target: torch.Tensor) -> float:
-        """Share of the labelled frames whose phone the head reads right."""
-        present = target > 0
-        return ((self(values).argmax(-1) == target) & present).sum().item() / max(1, present.sum().item())
+        return phone_accuracy(self(values), target)
+
+
+def phone_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """(B, J, 1 + len(PHONES)) logits, (B, J) int labels -> mean cross-entropy over the frames with a phone."""
+    return F.cross_entropy(logits.float().transpose(1, 2), target.long(), ignore_index=0)
+
+
+def phone_accuracy(logits: torch.Tensor, target: torch.Tensor) -> float:
+    """Share of the (B, J) labelled frames (label > 0) whose phone the (B, J, C) logits rank first."""
+    present = target > 0
+    return ((logits.argmax(-1) == target) & present).sum().item() / max(1, present.sum().item())
