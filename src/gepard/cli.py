@@ -543,7 +543,7 @@ def train_codec_cmd(
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
                       phase_weight=phase_weight, freeze_encoder=freeze_encoder,
                       semantic_weight=semantic_weight, phone_weight=phone_weight, init=str(init or ""), codec=codec,
-                      listener=str(listener or ""), listener_weight=listener_weight if listener else 0.0,
+                      listener=str(listener or ""), listener_weight=listener_weight,
                       train_data=str(train) if train else SHARED_TRAINING_DATA)
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))

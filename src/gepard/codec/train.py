@@ -47,7 +47,7 @@ class TrainConfig:
     semantic_weight: float = 0.0  # distil Whisper's encoder into the codes (semantic.py; 0: off)
     phone_weight: float = 0.0  # the codes name their frame's phone (phones.py; phone-track data; 0: off)
     listener: str = ""  # a phone listener (listener.py): its beliefs on the resynthesis match the original's
-    listener_weight: float = 0.0
+    listener_weight: float = 1.0  # (with a listener)
     init: str = ""  # a saved codec to start from (its FSQ levels may differ from cfg.codec's)
     train_data: str = SHARED_TRAINING_DATA  # what the training speech is, for reports
     threads: int = 2
@@ -85,7 +85,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     heads = nn.ModuleDict({name: HEADS[name](len(cfg.codec.levels)) for name in weights}).to(device)
     opt_h = torch.optim.AdamW(heads.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay) \
         if weights else None
-    ear = PhoneListener.load(cfg.listener).to(device) if cfg.listener_weight > 0 else None
+    ear = PhoneListener.load(cfg.listener).to(device) if cfg.listener else None
     step, elapsed, fitted = 0, 0.0, False
     if ckpt:
         model.load_state_dict(ckpt["model"])
