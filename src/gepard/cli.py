@@ -603,6 +603,8 @@ def train_lm_cmd(
                                       "padded): frame j is guided to token j, not along the whole text."),
     dropout: float = typer.Option(0.1, help="Dropout on each layer's attention and MLP output (training only)."),
     corrupt: float = typer.Option(0.1, help="Share of audio input tokens replaced by random codes (training only)."),
+    text_dropout: float = typer.Option(0.0, help="Share of training rows that read the null text instead of their "
+                                                 "own, so two-pass text CFG has a trained unconditional branch."),
     val_shards: list[str] = typer.Option([], help="Held-out token shards, whose NLL is logged every --val-every "
                                                   "steps."),
     supcon: float = typer.Option(0.0, help="Weight of the SupCon loss on voice prefixes (same speaker together)."),
@@ -630,6 +632,7 @@ def train_lm_cmd(
                   intermediate_size=3 * hidden)
     model = train_lm(LMTrainConfig(run_dir=run_dir, shards=shards, steps=steps, batch_frames=batch_frames,
                                    lr=lr, threads=threads, lm=lm, dropout=dropout, corrupt=corrupt,
+                                   text_dropout=text_dropout,
                                    val_shards=val_shards, text_vocab=text_vocab, init=init,
                                    best_export=best_export, val_every=val_every, checkpoint_every=checkpoint_every,
                                    text_front_end=check_front_end(text_front_end), supcon=supcon,

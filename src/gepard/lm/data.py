@@ -27,9 +27,12 @@ class LMDataset:
     """All transcribed utterances of some shard folders, held in memory (codes are small)."""
 
     def __init__(self, shard_dirs: list[str | Path], encode: Callable[[str], list[int]], vocab: Vocab,
-                 repetition: Repetition, max_frames: int = 500, ref_frames: tuple[int, int] = (50, 150)):
-        """encode: a shard's text -> text token ids (SpeechLM.encode_training_text)."""
+                 repetition: Repetition, max_frames: int = 500, ref_frames: tuple[int, int] = (50, 150),
+                 null_text_ids: list[int] | None = None):
+        """encode: a shard's text -> text token ids (SpeechLM.encode_training_text); null_text_ids: what the
+        unconditional branch of text CFG reads (SpeechLM.null_text), for rows whose text is dropped."""
         self.vocab, self.repetition, self.ref_frames = vocab, repetition, ref_frames
+        self.null_text_ids = null_text_ids
         rows = [(text, speaker, codes) for folder in shard_dirs for _, text, speaker, codes in read_shards(folder)
                 if text.strip() and 0 < len(codes) <= max_frames]
         self.items = [Utterance(encode(text), codes, speaker)
@@ -78,15 +81,21 @@ class LMDataset:
         start = rng.randint(0, len(codes) - n)
         return codes[start: start + n]
 
-    def batch(self, indices: list[int], rng: random.Random, null_prob: float = 0.15) -> dict[str, torch.Tensor]:
+    def batch(self, indices: list[int], rng: random.Random, null_prob: float = 0.15,
+              text_dropout: float = 0.0) -> dict[str, torch.Tensor]:
         """Right-padded tensors: ids/labels (B, L), ref_codes (B, R), ref_lengths (B,), use_null (B,),
-        speakers (B,) ids, and spans (B, 4) of the voiced text and the audio in ids (`voiced_span`)."""
-        seqs, refs, spans = [], [], []
+        speakers (B,) ids, spans (B, 4) of the voiced text and the audio in ids (`voiced_span`), and
+        text_dropped (B,): rows that read the null text once instead of their own (a share `text_dropout`)."""
+        if text_dropout > 0 and self.null_text_ids is None:
+            raise ValueError("text dropout needs the dataset's null_text_ids")
+        seqs, refs, spans, dropped = [], [], [], []
         for i in indices:
             u = self.items[i]
-            copies = self.repetition.training_copies(len(u.text_ids), rng)
-            seqs.append(training_sequence(u.text_ids, u.codes.tolist(), self.vocab, copies))
-            spans.append(voiced_span(len(u.text_ids), copies, len(u.codes)))
+            dropped.append(text_dropout > 0 and rng.random() < text_dropout)  # no draw when off: same stream
+            text = self.null_text_ids if dropped[-1] else u.text_ids
+            copies = 1 if dropped[-1] else self.repetition.training_copies(len(text), rng)
+            seqs.append(training_sequence(text, u.codes.tolist(), self.vocab, copies))
+            spans.append(voiced_span(len(text), copies, len(u.codes)))
             refs.append(self.reference(i, rng))
         ref_codes = torch.zeros((len(seqs), max(len(r) for r in refs)), dtype=torch.long)
         for b, ref in enumerate(refs):
@@ -97,4 +106,5 @@ class LMDataset:
             "use_null": torch.tensor([rng.random() < null_prob for _ in indices]),
             "speakers": torch.tensor([self.speaker_ids[self.items[i].speaker] for i in indices]),
             "spans": torch.tensor(spans),
+            "text_dropped": torch.tensor(dropped, dtype=torch.bool),
         }

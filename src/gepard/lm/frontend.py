@@ -40,7 +40,7 @@ def segment_chars(front_end: str) -> int:
 
 def null_units(front_end: str) -> str:
     """What the unconditional branch of text CFG reads: no text, or for a phone track a track of pads only
-    (silence, which every training track ends in; a track model never saw a prompt without its track)."""
+    (silence, which every training track ends in). Training reads it only with `--text-dropout`."""
     if check_front_end(front_end) == "track":
         from gepard.lm.track import padded_track
 

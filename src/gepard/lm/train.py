@@ -41,6 +41,7 @@ class LMTrainConfig:
     warmup: int = 100
     weight_decay: float = 0.01
     null_prob: float = 0.15  # CFG-dropout to the null prefix
+    text_dropout: float = 0.0  # share of rows that read the null text (trains text CFG's unconditional branch)
     text_vocab: int = 512
     text_front_end: str = "text"  # "text" or "ipa" (lm/frontend.py)
     codec_frame_rate: float = 25.0
@@ -108,7 +109,8 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
             print(f"started from {cfg.init} ({shared} of {model.vocab.text_size} text tokens shared)")
     model.codec_fingerprint = shards_codec([*cfg.shards, *cfg.val_shards])
     model.to(device)
-    data = LMDataset(cfg.shards, model.encode_training_text, model.vocab, model.repetition)
+    data = LMDataset(cfg.shards, model.encode_training_text, model.vocab, model.repetition,
+                     null_text_ids=model.null_text())
     val = LMDataset(cfg.val_shards, model.encode_training_text, model.vocab, model.repetition) if cfg.val_shards else None
     residual_dropout(model.lm, cfg.dropout)
     wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
@@ -137,7 +139,7 @@ def train_lm(cfg: LMTrainConfig) -> SpeechLM:
     while step < cfg.steps:
         for g in opt.param_groups:
             g["lr"] = lr_at(step, cfg)
-        batch = data.batch(data.sample(cfg.batch_frames, rng), rng, cfg.null_prob)
+        batch = data.batch(data.sample(cfg.batch_frames, rng), rng, cfg.null_prob, cfg.text_dropout)
         batch["ids"] = corrupt_audio_inputs(batch["ids"], model.vocab, cfg.corrupt, noise)
         batch = {k: v.to(device) for k, v in batch.items()}
         with autocast(device.type):
@@ -198,12 +200,14 @@ def validation_nll(model: SpeechLM, val: LMDataset, batch_frames: int, device: t
 
 def guided_alignment(tap: AttentionTap, cfg: AlignmentConfig, batch: dict[str, torch.Tensor],
                      prefix_len: int) -> torch.Tensor:
-    """The alignment loss of the forward just run (its spans shifted past the K prefix embeddings)."""
+    """The alignment loss of the forward just run (its spans shifted past the K prefix embeddings) over the
+    rows that read their own text (0 if none does)."""
     probs = tap.probabilities(cfg.heads, batch["lengths"] + prefix_len)
     spans = batch["spans"] + torch.tensor([prefix_len, 0, prefix_len, 0], device=batch["spans"].device)
     if cfg.frame_level:
         spans = frame_level_spans(spans)
-    return alignment_loss(probs, spans, cfg.sigma)
+    read = ~batch["text_dropped"]
+    return alignment_loss(probs[read], spans[read], cfg.sigma) if read.any() else probs.sum() * 0
 
 
 def save_checkpoint(model: SpeechLM, opt, step: int, elapsed: float, folder: Path) -> None:
