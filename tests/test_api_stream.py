@@ -9,8 +9,8 @@ from gepard.api import TTS
 @pytest.fixture
 def tts(tiny_lm_dir, tiny_codec_dir):
     with TTS.load(tiny_lm_dir, tiny_codec_dir, slots=4) as tts:
-        tts.codec.decoder.float()  # bit-exact audio to compare: a bf16 decoder (the default on CPUs with native
-        # bf16) gives a stream's samples that differ in the last bits with the streams decoded beside it
+        tts.codec.decoder.float()  # bit-exact audio to compare: a bf16 decoder (the default where it streams
+        # faster) gives a stream's samples that differ in the last bits with the streams decoded beside it
         yield tts
 
 

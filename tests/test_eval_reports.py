@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from gepard.cli import app
 from gepard.paths import shared_data_dir
+from gepard.precision import native_bf16
 
 pytest.importorskip("faster_whisper")
 pytestmark = pytest.mark.skipif(shared_data_dir() is None, reason="the shared corpus (../shared/data) is absent")
@@ -22,6 +23,9 @@ def test_eval_codec_writes_the_report(tiny_codec_dir, tmp_path):
     assert set(summary["sets"]) == {"teacher_test", "teacher_flite", "real_heldout"}
     assert summary["sets"]["teacher_test"]["utterances"] == summary["sets"]["teacher_flite"]["utterances"] == 2
     assert summary["speed"]["decode_x_realtime"] > 0
+    if native_bf16("cpu"):  # both decoder precisions timed: load_codec's choice and the other one
+        other = "fp32" if summary["decoder_dtype"] == "bf16" else "bf16"
+        assert summary["speed_other"]["decode_x_realtime"] > 0 and f"{other} decoder" in out.read_text()
     assert f"Command: `gepard eval codec --codec {tiny_codec_dir} --limit 2 --threads 1 --out {out}`" in out.read_text()
 
 

@@ -9,25 +9,26 @@ import soundfile as sf
 import torch
 
 from gepard.audio import iter_audio
+from gepard.codec.decoder_precision import faster_decoder_dtype
 from gepard.codec.model import Codec
 from gepard.paths import models_dir
-from gepard.precision import native_bf16
 
 
 def load_codec(path: str | Path | None = None, bf16_decoder: bool | None = None) -> Codec:
-    """The shipped codec (models/codec), or the one saved at `path`; fp32, except for a bf16 decoder where
-    the CPU multiplies bf16 natively (`bf16_decoder=None`, the default) or where asked.
+    """The shipped codec (models/codec), or the one saved at `path`; fp32, with a bf16 decoder where asked
+    (`bf16_decoder=True`) or, by default (`None`), where it streams faster on this CPU (decoder_precision.py).
 
-    The codec trained under bf16 autocast, and its bf16 decoder is 2-3x faster on such CPUs (codec.md), with
-    samples ~0.7 % (relative L2, about -43 dB) from the fp32 decoder's; streaming then matches offline decoding
-    to that ~0.7 % rather than exactly, and a stream's samples differ in the last bits with the streams decoded
-    beside it (all exact in fp32). The encoder stays fp32: the codes never depend on it.
+    The codec trained under bf16 autocast; its bf16 decoder's samples are ~0.7 % (relative L2, about -43 dB)
+    from the fp32 decoder's, so streaming then matches offline decoding to that ~0.7 % rather than exactly, and a
+    stream's samples differ in the last bits with the streams decoded beside it (all exact in fp32). The encoder
+    stays fp32: the codes never depend on it.
     """
     path = Path(path) if path else models_dir() / "codec"
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"no codec at {path} (expected config.json + model.safetensors)")
     codec = Codec.from_pretrained(path)
-    if native_bf16("cpu") if bf16_decoder is None else bf16_decoder:
+    bf16 = faster_decoder_dtype(codec) == torch.bfloat16 if bf16_decoder is None else bf16_decoder
+    if bf16:
         codec.decoder.to(torch.bfloat16)
     return codec
 
