@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from gepard.codec import decoder_precision
-from gepard.codec.decoder_precision import CACHE_FILE, faster_decoder_dtype, stream_seconds
+from gepard.codec.decoder_precision import CACHE_FILE, faster_decoder_dtype
 from gepard.codec.files import load_codec
+from gepard.eval.speed import stream_seconds
 from gepard.precision import native_bf16
 
 

@@ -10,34 +10,17 @@ from __future__ import annotations
 import copy
 import json
 import os
-import time
 from dataclasses import asdict
 
 import torch
 
 from gepard.codec.model import Codec
 from gepard.eval.machine import describe_machine
+from gepard.eval.speed import stream_seconds
 from gepard.paths import cache_dir
 from gepard.precision import native_bf16
 
 CACHE_FILE = "decoder_precision.json"
-
-
-def stream_seconds(codec: Codec, frames: int = 25, repeats: int = 3) -> float:
-    """Best-of-`repeats` seconds to stream `frames` codes one frame at a time (batch 1, one thread)."""
-    codes = torch.randint(codec.codebook_size, (1, frames), generator=torch.Generator().manual_seed(0))
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        best = float("inf")
-        for _ in range(repeats + 1):  # the first pass warms up and is not counted
-            stream, start = codec.stream(), time.perf_counter()
-            for i in range(frames):
-                stream.push(codes[:, i: i + 1])
-            best = min(best, time.perf_counter() - start)
-    finally:
-        torch.set_num_threads(previous)
-    return best
 
 
 def _load(path) -> dict:

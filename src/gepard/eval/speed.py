@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -19,11 +20,35 @@ def _best_of(fn, repeats: int) -> float:
     return min(times)
 
 
-def codec_speed(codec: Codec, audio: np.ndarray, threads: int = 1, repeats: int = 3, frames: int = 200) -> dict:
-    """(T,) audio -> encode/decode x real time and one-frame streaming latency (ms, p50/p95)."""
+@contextlib.contextmanager
+def torch_threads(threads: int):
+    """Run the block on `threads` CPU threads, then restore the count before it."""
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def stream_seconds(codec: Codec, frames: int = 25, repeats: int = 3) -> float:
+    """Best-of-`repeats` seconds to stream `frames` random codes one frame at a time (batch 1, one thread),
+    after one uncounted warm-up pass."""
+    codes = torch.randint(codec.codebook_size, (1, frames), generator=torch.Generator().manual_seed(0))
+
+    def stream_all() -> None:
+        stream = codec.stream()
+        for i in range(frames):
+            stream.push(codes[:, i: i + 1])
+
+    with torch_threads(1):
+        stream_all()
+        return _best_of(stream_all, repeats)
+
+
+def codec_speed(codec: Codec, audio: np.ndarray, threads: int = 1, repeats: int = 3, frames: int = 200) -> dict:
+    """(T,) audio -> encode/decode x real time and one-frame streaming latency (ms, p50/p95)."""
+    with torch_threads(threads):
         x = torch.from_numpy(audio)[None]
         seconds = len(audio) / codec.config.sample_rate
         codes = codec.encode(x)
@@ -37,8 +62,6 @@ def codec_speed(codec: Codec, audio: np.ndarray, threads: int = 1, repeats: int 
             stream.push(codes[:, i: i + 1])
             latencies.append(time.perf_counter() - t)
         latencies = np.array(latencies[5:]) * 1000
-    finally:
-        torch.set_num_threads(previous)
     return {
         "seconds": seconds,
         "encode_x_realtime": seconds / encode_s,
