@@ -1,8 +1,8 @@
 """`gepard bench`: streaming speed of the embedded engine (a benchmark, not a test).
 
 Single-stream RTF and time to first audio (TTFA), a concurrency sweep (aggregate x real time, per-stream
-RTF, TTFA p50/p95, underruns), a latency breakdown (prefill, one decode step, codec per frame), and the
-plain HF `generate` loop on the same checkpoint as the baseline.
+RTF, TTFA p50/p95, underruns and stall time), a latency breakdown (prefill, one decode step, codec per
+frame), and the plain HF `generate` loop on the same checkpoint as the baseline.
 """
 
 from __future__ import annotations
@@ -28,20 +28,33 @@ TEXTS = [
 ]
 
 
+class Playback:
+    """A player that starts with the first chunk and, when the next chunk arrives after the audio before it
+    ran out (an underrun), waits for it (a stall) and plays on from there."""
+
+    def __init__(self):
+        self.first: float | None = None
+        self.played = self.stalled = 0.0
+
+    def arrive(self, now: float, seconds: float) -> None:
+        """A chunk of `seconds` of audio arrived at time `now` (s)."""
+        if self.first is None:
+            self.first = now
+        elif (late := now - self.first - self.stalled - self.played) > 1e-3:
+            self.stalled += late
+        self.played += seconds
+
+
 def one_stream(tts: TTS, text: str, seed: int) -> dict:
-    """Consume one stream as a player would; underrun = a chunk arriving after the audio before it ran out."""
+    """Consume one stream as a Playback would."""
     start = time.perf_counter()
-    first, played, underrun = None, 0.0, False
+    player = Playback()
     for chunk in tts.stream(text, seed=seed):
-        now = time.perf_counter()
-        if first is None:
-            first = now
-        elif now - first > played + 1e-3:
-            underrun = True
-        played += len(chunk) / tts.sample_rate
+        player.arrive(time.perf_counter(), len(chunk) / tts.sample_rate)
     elapsed = time.perf_counter() - start
-    return {"ttfa_ms": ((first or start) - start) * 1000, "audio_s": played, "elapsed_s": elapsed,
-            "rtf": elapsed / max(played, 1e-9), "underrun": underrun}
+    return {"ttfa_ms": ((player.first or start) - start) * 1000, "audio_s": player.played, "elapsed_s": elapsed,
+            "rtf": elapsed / max(player.played, 1e-9), "underrun": player.stalled > 0,
+            "stall_ms": player.stalled * 1000}
 
 
 def concurrent(tts: TTS, streams: int, rounds: int = 1) -> dict:
@@ -66,7 +79,9 @@ def concurrent(tts: TTS, streams: int, rounds: int = 1) -> dict:
     return {"streams": streams, "aggregate_x_realtime": sum(r["audio_s"] for r in results) / wall,
             "rtf_mean": float(np.mean([r["rtf"] for r in results])),
             "ttfa_p50_ms": float(np.percentile(ttfa, 50)), "ttfa_p95_ms": float(np.percentile(ttfa, 95)),
-            "underruns": sum(r["underrun"] for r in results), "requests": len(results)}
+            "underruns": sum(r["underrun"] for r in results), "requests": len(results),
+            "stall_ms_mean": float(np.mean([r["stall_ms"] for r in results])),
+            "stall_ms_max": float(max(r["stall_ms"] for r in results))}
 
 
 def breakdown(tts: TTS, batch: int = 1, steps: int = 20) -> dict:
@@ -162,10 +177,11 @@ def write_bench_report(runs: dict[str, dict], peers: dict[str, dict], command: s
     lines += [f"| HF `transformers` loop (same checkpoint, batch 1) | {r['hf_baseline']['rtf']:.3f} | — |"
               for r in runs.values() if "hf_baseline" in r]
     lines += [f"| peer: {name} | {p['rtf']:.3f} | {p['ttfa_p50_ms']:.0f} |" for name, p in peers.items()]
-    lines += ["", "| engine | streams | aggregate × real time | per-stream RTF | TTFA p50 ms | TTFA p95 ms | underruns |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", "| engine | streams | aggregate × real time | per-stream RTF | TTFA p50 ms | TTFA p95 ms | underruns "
+              "| stall ms per stream, mean / max |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {name} | {s['streams']} | {s['aggregate_x_realtime']:.1f} | {s['rtf_mean']:.3f} | "
-              f"{s['ttfa_p50_ms']:.0f} | {s['ttfa_p95_ms']:.0f} | {s['underruns']}/{s['requests']} |"
+              f"{s['ttfa_p50_ms']:.0f} | {s['ttfa_p95_ms']:.0f} | {s['underruns']}/{s['requests']} | "
+              f"{s['stall_ms_mean']:.0f} / {s['stall_ms_max']:.0f} |"
               for name, r in runs.items() for s in r["sweep"]]
     for name, r in runs.items():
         if "breakdown" in r:
