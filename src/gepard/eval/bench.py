@@ -30,9 +30,10 @@ TEXTS = [
 
 class Playback:
     """A player that starts with the first chunk and, when the next chunk arrives after the audio before it
-    ran out (an underrun), waits for it (a stall) and plays on from there."""
+    ran out by more than `tolerance` s (an underrun), waits for it (a stall) and plays on from there."""
 
-    def __init__(self):
+    def __init__(self, tolerance: float = 1e-3):
+        self.tolerance = tolerance
         self.first: float | None = None
         self.played = self.stalled = 0.0
 
@@ -40,7 +41,7 @@ class Playback:
         """A chunk of `seconds` of audio arrived at time `now` (s)."""
         if self.first is None:
             self.first = now
-        elif (late := now - self.first - self.stalled - self.played) > 1e-3:
+        elif (late := now - self.first - self.stalled - self.played) > self.tolerance:
             self.stalled += late
         self.played += seconds
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from websockets.sync.client import connect
 
-from gepard.eval.bench import TEXTS
+from gepard.eval.bench import TEXTS, Playback
 from gepard.server.local import LocalServer
 
 BYTES_PER_SECOND = 2 * 16000  # pcm_s16le mono at 16 kHz
@@ -71,12 +71,11 @@ def session(url: str, index: int, until: float, words_per_s: float, turns: list[
                     raise RuntimeError(arrivals[-1][1]["message"] if arrivals else "no reply")
                 chunks = [(t, len(item) / BYTES_PER_SECOND) for t, item in arrivals if isinstance(item, bytes)]
                 first = chunks[0][0] if chunks else arrivals[-1][0]
-                played, underrun = 0.0, False
+                player = Playback(tolerance=0.02)
                 for t, seconds in chunks:
-                    underrun |= t - first > played + 0.02  # the audio before this chunk had run out
-                    played += seconds
-                turns.append({"session": index, "ttfa_ms": (first - start) * 1000, "audio_s": played,
-                              "underrun": underrun, "error": None})
+                    player.arrive(t, seconds)
+                turns.append({"session": index, "ttfa_ms": (first - start) * 1000, "audio_s": player.played,
+                              "underrun": player.stalled > 0, "error": None})
     except Exception as e:  # noqa: BLE001 - every failure is counted, none may pass silently
         turns.append({"session": index, "ttfa_ms": float("nan"), "audio_s": 0.0, "underrun": False,
                       "error": repr(e)})
