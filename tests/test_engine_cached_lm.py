@@ -52,6 +52,29 @@ def test_a_batch_invariant_decode_step_gives_each_slot_exactly_what_it_gets_alon
     assert together.lengths.tolist() == [8, 3, 4, 6, 0, 12]
 
 
+@pytest.mark.parametrize("batch_invariant", [False, True])
+def test_one_ragged_pass_of_decode_tokens_and_a_prompt_chunk_equals_running_each_slot_alone(batch_invariant):
+    """Bit for bit with `batch_invariant` (a request's codes never depend on what runs beside it), within
+    float error without."""
+    hf = model()
+    prompts = [torch.randn(n, 32) for n in (5, 3, 9)]
+    pieces = [torch.randn(1, 32), torch.randn(6, 32), torch.randn(1, 32)]  # slot 0: a token, 2: a chunk, 1: a token
+    order = (0, 2, 1)
+    alone = []
+    for slot, piece in zip(order, pieces):
+        c = CachedLM(hf, slots=1, max_len=32, batch_invariant=batch_invariant)
+        if slot != 2:
+            c.forward(prompts[slot][None], torch.tensor([0]))
+        alone.append(c.forward(piece[None], torch.tensor([0]))[0])
+    c = CachedLM(hf, slots=3, max_len=32, batch_invariant=batch_invariant)
+    for slot in (0, 1):
+        c.forward(prompts[slot][None], torch.tensor([slot]))
+    together = c.forward_ragged(torch.cat(pieces), torch.tensor(order), [1, 6, 1]).split([1, 6, 1])
+    for got, want in zip(together, alone):
+        assert torch.equal(got, want) if batch_invariant else torch.allclose(got, want, atol=1e-5)
+    assert c.lengths.tolist() == [6, 4, 6]
+
+
 def test_the_int8_head_gives_each_row_exactly_what_it_gets_alone_and_stays_close_to_fp32():
     hf = model()
     c = CachedLM(hf, slots=1, max_len=8, int8_head=True)

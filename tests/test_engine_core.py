@@ -114,3 +114,22 @@ def test_a_failing_step_fails_its_requests_and_the_engine_serves_on():
         assert runner.active == 0 and runner.slots_in_use() == 0
     finally:
         runner.shutdown()
+
+
+def test_a_prompt_arriving_while_others_decode_goes_in_chunk_by_chunk_and_samples_as_alone():
+    core = EngineCore(MODEL, slots=2, max_len=128, prefill_chunk=3)
+    a = core.add(REQS[0])
+    events = run(core, until_idle=False, steps=1)  # nothing decoding yet: a's whole prompt goes in
+    assert int(core.lm.lengths[core.active[a].slot]) == len(REQS[0].prefix) + len(REQS[0].prompt_ids)
+    b = core.add(REQS[2])
+    prompt = len(REQS[2].prefix) + len(REQS[2].prompt_ids)
+    b_slot, written = core.free[0], []
+    while b not in events:  # each step: a decodes one frame, b's prompt gains 3 positions
+        for o in core.step():
+            events.setdefault(o.request_id, []).append((o.code, o.finished))
+        written.append(int(core.lm.lengths[b_slot]))
+    assert written == [min(3 * (i + 1), prompt) for i in range(-(-prompt // 3))]
+    for rid, more in run(core).items():
+        events.setdefault(rid, []).extend(more)
+    assert codes(events[a]) == alone(REQS[0]) and codes(events[b]) == alone(REQS[2])
+

@@ -1,21 +1,22 @@
 """The engine's own Qwen3 forward: a static per-slot KV cache over the weights of a stock HF checkpoint.
 
-One call runs any number of slots, each appending T new positions after its own cached length: a prompt
-(prefill, T = prompt length) or one token per slot (a batched decode step). At batch 1 a decode step is
+One call runs any number of slots, each appending its own number of new positions after its own cached
+length: a prompt or a chunk of one (prefill), one token per slot (a batched decode step), or both at once. At batch 1 a decode step is
 mostly per-op overhead and weight reads, so the forward packs each layer's projections into fewer matrices
 (q|k|v and gate|up, as vLLM does), uses fused RMSNorm and a precomputed rotary table, and may keep the
 output head, the largest matrix by far, in int8 (`int8_head`). The math is the checkpoint's own.
 
 Every row attends to its own slot's cache and the int8 head's products are exact integers, so those never
-depend on the batch. With `batch_invariant` the projections of a decode step run one row at a time too
-(`rowwise`): then a seeded request samples the same codes under any load, at 1.5-2x the decode step's
-cost for 16 rows on an fp32 CPU (a matrix product's kernel, and with it a row's last bits, depends on how many
-rows it multiplies).
+depend on the batch. With `batch_invariant` each slot's projections run on their own too (`per_slot`): then a
+seeded request samples the same codes under any load, at 1.5-2x the decode step's cost for 16 rows on an fp32
+CPU (a matrix product's kernel, and with it a row's last bits, depends on how many rows it multiplies).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -91,33 +92,45 @@ class CachedLM:
         """Forget a slot's past (its cache rows are overwritten by the next prefill)."""
         self.lengths[slot] = 0
 
-    @torch.inference_mode()
     def forward(self, x: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-        """x (B, T, H) input embeddings appended to slots (B,) -> (B, T, H) final hidden states. Each row attends
-        to its own slot's cache through a view (no gather, no padding to the longest row); with
-        `batch_invariant` each row of a decode step comes out bit for bit as it would alone."""
+        """x (B, T, H) input embeddings appended to slots (B,) -> (B, T, H) final hidden states."""
         batch, new, hidden = x.shape
+        return self.forward_ragged(x.reshape(batch * new, hidden), slots, [new] * batch).view(batch, new, hidden)
+
+    @torch.inference_mode()
+    def forward_ragged(self, x: torch.Tensor, slots: torch.Tensor, counts: list[int]) -> torch.Tensor:
+        """x (N, H) input embeddings, counts[b] new positions for slot b one after the other (sum N; e.g. one
+        token for each decoding slot and a prompt chunk for another, in one pass over the weights) -> (N, H)
+        final hidden states. Each row attends to its own slot's cache through a view (no gather, no padding
+        to the longest row); with `batch_invariant` each slot's positions are multiplied on their own
+        (`per_slot`), so their bits never depend on the other slots'."""
+        tokens, hidden = x.shape
         starts = self.lengths[slots]  # (B,)
-        if int(starts.max()) + new > self.max_len:
+        ends = starts + torch.tensor(counts, device=x.device)
+        if int(ends.max()) > self.max_len:
             raise ValueError(f"sequence longer than the engine's {self.max_len} positions")
-        positions = starts[:, None] + torch.arange(new, device=x.device)  # (B, T)
-        cos, sin = self.cos[positions][:, :, None], self.sin[positions][:, :, None]  # (B, T, 1, D)
-        rows = list(zip(slots.tolist(), starts.tolist()))
-        linear = rowwise if self.batch_invariant and batch > 1 else F.linear
+        rows = list(zip(slots.tolist(), starts.tolist(), counts))
+        positions = torch.cat([torch.arange(start, start + n, device=x.device) for _, start, n in rows])  # (N,)
+        cos, sin = self.cos[positions][:, None], self.sin[positions][:, None]  # (N, 1, D)
+        linear = partial(per_slot, counts=counts) if self.batch_invariant and len(counts) > 1 else F.linear
         d, heads, kv_heads = self.head_dim, self.heads, self.kv_heads
         h = x
         for i, w in enumerate(self.layers):
-            qkv = linear(F.rms_norm(h, (hidden,), w.input_norm, self.eps), w.qkv).view(batch, new, -1, d)
-            qk = F.rms_norm(qkv[:, :, : heads + kv_heads], (d,), eps=self.eps) * w.qk_norm  # (B, T, heads + kv, D)
+            qkv = linear(F.rms_norm(h, (hidden,), w.input_norm, self.eps), w.qkv).view(tokens, -1, d)
+            qk = F.rms_norm(qkv[:, : heads + kv_heads], (d,), eps=self.eps) * w.qk_norm  # (N, heads + kv, D)
             qk = qk * cos + rotate_half(qk) * sin
-            fresh = torch.cat([qk[:, :, heads:], qkv[:, :, heads + kv_heads:]], dim=2).transpose(1, 2)  # (B, 2kv, T, D)
-            queries = qk[:, :, :heads].transpose(1, 2)  # (B, heads, T, D)
-            outs = [self._attend(i, slot, past, queries[b: b + 1], fresh[b]) for b, (slot, past) in enumerate(rows)]
-            out = outs[0] if batch == 1 else torch.cat(outs)  # (B, heads, T, D)
-            h = h + linear(out.transpose(1, 2).reshape(batch, new, -1), w.o)
+            fresh = torch.cat([qk[:, heads:], qkv[:, heads + kv_heads:]], dim=1).transpose(0, 1)  # (2kv, N, D)
+            queries = qk[:, :heads].transpose(0, 1)  # (heads, N, D)
+            outs, offset = [], 0
+            for slot, past, n in rows:
+                outs.append(self._attend(i, slot, past, queries[None, :, offset: offset + n],
+                                         fresh[:, offset: offset + n]))
+                offset += n
+            out = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)  # (1, heads, N, D)
+            h = h + linear(out[0].transpose(0, 1).reshape(tokens, -1), w.o)
             gate, up = linear(F.rms_norm(h, (hidden,), w.post_norm, self.eps), w.gate_up).chunk(2, dim=-1)
             h = h + linear(F.silu(gate) * up, w.down)
-        self.lengths[slots] = starts + new
+        self.lengths[slots] = ends
         return F.rms_norm(h, (hidden,), self.hf.model.norm.weight, self.eps)
 
     def _attend(self, layer: int, slot: int, past: int, query: torch.Tensor, fresh: torch.Tensor) -> torch.Tensor:
@@ -141,11 +154,24 @@ class CachedLM:
 
 
 def rowwise(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """F.linear(x, weight) for x (B, T, K) or (B, K), computed for each b on its own (a batched product of B
-    single-row products), so that row b's bits never depend on the other rows."""
-    rows = x.reshape(x.shape[0], -1, x.shape[-1])  # (B, T, K)
-    out = torch.bmm(rows, weight.t().expand(x.shape[0], -1, -1))  # (B, T, N)
+    """F.linear(x, weight) for x (..., K), computed for each row on its own (a batched product of single-row
+    products), so that a row's bits never depend on the other rows."""
+    rows = x.reshape(-1, 1, x.shape[-1])  # (N, 1, K)
+    out = torch.bmm(rows, weight.t().expand(len(rows), -1, -1))  # (N, 1, M)
     return out.view(*x.shape[:-1], weight.shape[0])
+
+
+def per_slot(x: torch.Tensor, weight: torch.Tensor, counts: list[int]) -> torch.Tensor:
+    """F.linear(x, weight) for x (N, K) holding counts[b] positions of slot b one after the other, each slot's
+    positions multiplied on their own (a prompt chunk in one product, as it would be alone; neighbouring
+    one-position slots in one `rowwise` product), so that no slot's bits depend on the others."""
+    out, start = [], 0
+    for single, group in itertools.groupby(counts, key=lambda n: n == 1):
+        sizes = list(group)
+        for n in [len(sizes)] if single else sizes:
+            out.append((rowwise if single else F.linear)(x[start: start + n], weight))
+            start += n
+    return torch.cat(out)
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:

@@ -1,8 +1,9 @@
-"""The embedded torch engine's core: slots, prefill, one batched decode step, continuous batching.
+"""The embedded torch engine's core: slots, chunked prefill, one batched decode step, continuous batching.
 
-Synchronous and step-driven: `add` queues a request, each `step` admits waiting requests into free slots
-(prefill) and advances every active request by one audio frame, returning the new codes. Requests join
-and leave between any two steps; `cancel` frees a slot at once. A runner thread drives it for streaming.
+Synchronous and step-driven: `add` queues a request, each `step` admits waiting requests into free slots,
+runs a part of their prompts (prefill) and advances every decoding request by one audio frame, returning the
+new codes. Requests join and leave between any two steps; `cancel` frees a slot at once. A runner thread
+drives it for streaming.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from gepard.engine.sampling import apply_repetition_penalty, sample_tokens
 from gepard.lm.speech_lm import SpeechLM
 
 
+DEFAULT_PREFILL_CHUNK = 128  # prompt positions in a decode step: docs/results/bench_chunked_prefill.md
+
+
 @dataclass
 class Active:
     request_id: int
@@ -28,15 +32,26 @@ class Active:
     generator: torch.Generator
     codes: list[int] = field(default_factory=list)
     last_token: int | None = None
+    prompt_logits: dict[int, torch.Tensor] = field(default_factory=dict)  # slot -> (V,), as each prefill ends
+
+
+@dataclass
+class Prefill:
+    """A prompt on its way into one slot's cache, a chunk a step while other requests decode."""
+
+    state: Active
+    slot: int
+    embeds: torch.Tensor  # (T, H) the prompt positions not yet run
 
 
 class EngineCore:
     def __init__(self, model: SpeechLM, slots: int = 16, max_len: int = 2048, int8_head: bool = False,
-                 prefill_budget: int = 64, batch_invariant: bool = False):
-        self.model, self.vocab, self.prefill_budget = model, model.vocab, prefill_budget
+                 prefill_chunk: int = DEFAULT_PREFILL_CHUNK, batch_invariant: bool = False):
+        self.model, self.vocab, self.prefill_chunk = model, model.vocab, prefill_chunk
         self.lm = CachedLM(model.lm, slots, max_len, int8_head, batch_invariant)
         self.free = list(range(slots))
         self.waiting: deque[tuple[int, Request]] = deque()
+        self.prefilling: deque[Prefill] = deque()
         self.active: dict[int, Active] = {}
         self.ids = itertools.count()
         eos = self.vocab.special("<eos>")
@@ -57,6 +72,7 @@ class EngineCore:
         state = self.active.pop(request_id, None)
         if state is None:
             return False
+        self.prefilling = deque(p for p in self.prefilling if p.state is not state)
         self._release(state)
         return True
 
@@ -65,54 +81,84 @@ class EngineCore:
         return bool(self.active or self.waiting)
 
     def step(self) -> list[Output]:
-        """Admit what fits, then advance every active request by one frame.
+        """Admit what fits, then advance every decoding request by one frame and the oldest unfinished
+        prompt by one chunk of `prefill_chunk` positions, in one pass over the weights.
 
-        Prefills in one step stop at `prefill_budget` prompt positions (one request always goes in): 16
-        prefills at once would stall the running streams for a step of ~120 ms and their audio would run dry.
+        A whole prompt (~200 positions) costs twice a 16-stream decode step: run whole in the steps of the
+        running streams, a burst of arrivals slowed every step until their audio ran dry
+        (docs/results/bench_chunked_prefill.md). With nothing decoding, one request's prompt goes in whole (in
+        chunks with `batch_invariant`, so that its bits never depend on the load).
         """
-        outputs, budget = [], self.prefill_budget
-        while self.waiting and len(self.free) >= self._slots_needed(self.waiting[0][1]):
-            rid, request = self.waiting[0]
-            cost = len(request.prefix) + len(request.prompt_ids)
-            if budget < self.prefill_budget and cost > budget:
-                break
-            budget -= cost
-            self.waiting.popleft()
-            outputs += self._prefill(rid, request)
+        self._admit()
         decoding = [s for s in self.active.values() if s.last_token is not None]
-        if decoding:
-            outputs += self._decode(decoding)
+        if not decoding:
+            return self._prefill_one_request()
+        rows = [(s, s.slot) for s in decoding] + [(s, s.uncond_slot) for s in decoding if s.uncond_slot is not None]
+        slots = [slot for _, slot in rows]
+        x = self.lm.embed(torch.tensor([s.last_token for s, _ in rows], device=self.lm.device))  # (R, H)
+        part = self.prefilling[0] if self.prefilling else None
+        if part is not None:
+            chunk = part.embeds[: self.prefill_chunk]
+            x, slots = torch.cat([x, chunk]), slots + [part.slot]
+        hidden = self.lm.forward_ragged(x, torch.tensor(slots, device=self.lm.device),
+                                        [1] * len(rows) + ([len(chunk)] if part is not None else []))
+        logits = self.lm.logits(hidden[: len(rows)])
+        guided = [s for s in decoding if s.uncond_slot is not None]
+        uncond = {s.request_id: logits[len(decoding) + i] for i, s in enumerate(guided)}
+        outputs = self._emit(decoding, logits[: len(decoding)], uncond)
+        if part is not None:
+            outputs += self._chunk_done(part, len(chunk), hidden[-1])
         return outputs
 
     @staticmethod
     def _slots_needed(request: Request) -> int:
         return 2 if request.sampling.cfg_scale != 1.0 else 1
 
-    def _prefill(self, rid: int, request: Request) -> list[Output]:
-        slot = self.free.pop()
-        uncond = self.free.pop() if self._slots_needed(request) == 2 else None
-        state = Active(rid, request, slot, uncond, torch.Generator().manual_seed(request.sampling.seed))
-        self.active[rid] = state
-        logits = self._prompt_logits(slot, request.prefix, request.prompt_ids)
-        uncond_logits = {}
-        if uncond is not None:
-            uncond_logits[rid] = self._prompt_logits(uncond, request.prefix, request.uncond_prompt_ids)
-        return self._emit([state], logits[None], uncond_logits)
+    def _admit(self) -> None:
+        """Give waiting requests their slots and queue their prompts (the unconditional one after)."""
+        while self.waiting and len(self.free) >= self._slots_needed(self.waiting[0][1]):
+            rid, request = self.waiting.popleft()
+            slot = self.free.pop()
+            uncond = self.free.pop() if self._slots_needed(request) == 2 else None
+            state = Active(rid, request, slot, uncond, torch.Generator().manual_seed(request.sampling.seed))
+            self.active[rid] = state
+            self.prefilling.append(Prefill(state, slot, self._prompt_embeds(slot, request.prefix,
+                                                                            request.prompt_ids)))
+            if uncond is not None:
+                self.prefilling.append(Prefill(state, uncond, self._prompt_embeds(uncond, request.prefix,
+                                                                                  request.uncond_prompt_ids)))
 
-    def _prompt_logits(self, slot: int, prefix: torch.Tensor, ids: list[int]) -> torch.Tensor:
+    def _prompt_embeds(self, slot: int, prefix: torch.Tensor, ids: list[int]) -> torch.Tensor:
+        """(K, H) prefix + prompt ids -> (K + L, H) input embeddings; the slot's past is forgotten."""
         self.lm.reset(slot)
-        tokens = self.lm.embed(torch.tensor([ids], device=self.lm.device))
-        embeds = torch.cat([prefix[None].to(tokens), tokens], dim=1)
-        return self.lm.logits(self.lm.forward(embeds, torch.tensor([slot], device=self.lm.device))[:, -1])[0]
+        tokens = self.lm.embed(torch.tensor(ids, device=self.lm.device))
+        return torch.cat([prefix.to(tokens), tokens])
 
-    def _decode(self, states: list[Active]) -> list[Output]:
-        rows = [(s, s.slot) for s in states] + [(s, s.uncond_slot) for s in states if s.uncond_slot is not None]
-        slots = torch.tensor([slot for _, slot in rows], device=self.lm.device)
-        tokens = self.lm.embed(torch.tensor([[s.last_token] for s, _ in rows], device=self.lm.device))
-        logits = self.lm.logits(self.lm.forward(tokens, slots)[:, -1])
-        guided = [s for s in states if s.uncond_slot is not None]
-        uncond = {s.request_id: logits[len(states) + i] for i, s in enumerate(guided)}
-        return self._emit(states, logits[: len(states)], uncond)
+    def _prefill_one_request(self) -> list[Output]:
+        """Run queued prompts until the oldest request can sample its first code."""
+        outputs = []
+        while self.prefilling and not outputs:
+            part = self.prefilling[0]
+            chunk = part.embeds[: self.prefill_chunk] if self.lm.batch_invariant else part.embeds
+            hidden = self.lm.forward_ragged(chunk, torch.tensor([part.slot], device=self.lm.device), [len(chunk)])
+            outputs = self._chunk_done(part, len(chunk), hidden[-1])
+        return outputs
+
+    def _chunk_done(self, part: Prefill, run: int, last: torch.Tensor) -> list[Output]:
+        """`run` more positions of the oldest queued prompt went in (last: the last one's (H,) hidden state);
+        once all of its request's prompts are in, the request samples its first code."""
+        part.embeds = part.embeds[run:]
+        if len(part.embeds):
+            return []
+        self.prefilling.popleft()
+        state = part.state
+        state.prompt_logits[part.slot] = self.lm.logits(last[None])[0]
+        if len(state.prompt_logits) < self._slots_needed(state.request):
+            return []  # its unconditional prompt is next
+        uncond = {state.request_id: state.prompt_logits[state.uncond_slot]} if state.uncond_slot is not None else {}
+        logits = state.prompt_logits[state.slot][None]
+        state.prompt_logits = {}
+        return self._emit([state], logits, uncond)
 
     def _emit(self, states: list[Active], logits: torch.Tensor, uncond: dict[int, torch.Tensor]) -> list[Output]:
         """Sample the next code of each request from its row of (B, V) logits (CFG-combined with its

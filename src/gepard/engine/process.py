@@ -27,6 +27,7 @@ from gepard.engine.runner import Stream, StreamTable, step_safely
 
 
 BATCH_INVARIANT = "GEPARD_BATCH_INVARIANT"  # "1": a seeded request's codes never depend on the load (CachedLM)
+PREFILL_CHUNK = "GEPARD_PREFILL_CHUNK"  # prompt positions a decode step may also run (EngineCore)
 
 
 def half_the_cores() -> int:
@@ -126,7 +127,7 @@ def serve(model_dir: str, slots: int, threads: int, int8_head: bool, conn: Conne
     """The child: load the model, then step the core whenever it has work, reading commands in between."""
     import torch
 
-    from gepard.engine.core import EngineCore
+    from gepard.engine.core import DEFAULT_PREFILL_CHUNK, EngineCore
     from gepard.lm.speech_lm import SpeechLM
 
     try:
@@ -135,6 +136,7 @@ def serve(model_dir: str, slots: int, threads: int, int8_head: bool, conn: Conne
         if torch.cuda.is_available():  # written for GPUs but only run on CPUs so far; int8 head: CPU kernels
             model.lm.to("cuda")
         core = EngineCore(model, slots=slots, int8_head=int8_head and not torch.cuda.is_available(),
+                          prefill_chunk=int(os.environ.get(PREFILL_CHUNK, DEFAULT_PREFILL_CHUNK)),
                           batch_invariant=os.environ.get(BATCH_INVARIANT) == "1")
     except Exception as e:  # noqa: BLE001 - reported to the parent, which raises it
         send(conn, repr(e))
