@@ -3,10 +3,11 @@ voices and sampling as `gepard eval lm --voices flite_awb,flite_kal16,flite_rms,
 also the corpus WER of the held-out test sentences of those voices, per seed.
 
 Usage: python scripts/short_register_engines.py OUT.json [--seeds N] [--engines torch,torch-fp32-head,vllm]
-                                                  [--temperature T] [--sentences] [--model DIR]
+                                                  [--temperature T] [--cfg-scale S] [--sentences] [--model DIR]
 
 Engines: the embedded torch engine with its int8 output head (the default), with the exact fp32 head, and
-vLLM. Prints each engine's results per seed and over all seeds; writes every item's outcome to OUT.json as
+vLLM; --cfg-scale S != 1: two-pass text CFG over the first 20 frames (embedded engine only). Prints each
+engine's results per seed and over all seeds; writes every item's outcome to OUT.json as
 {engine: {"short": {seed: [failed]}, "sentences": {seed: {"wer": %, "asr": [transcripts]}}}}.
 """
 
@@ -27,7 +28,8 @@ ENGINES = {"torch": lambda model: "torch",  # each engine starts when its turn c
            "vllm": lambda model: "vllm"}
 
 
-def run_engine(name: str, engine, model: str | None, seeds: int, temperature: float, sentences: bool) -> dict:
+def run_engine(name: str, engine, model: str | None, seeds: int, temperature: float, sentences: bool,
+               cfg_scale: float = 1.0) -> dict:
     """{"short": seed -> whether each short-register item failed (no stop before the guard, or utterance WER
     > 50 %), "sentences": seed -> corpus WER % and transcripts of the held-out sentences (if asked)}."""
     out = {"short": {}, "sentences": {}}
@@ -36,7 +38,7 @@ def run_engine(name: str, engine, model: str | None, seeds: int, temperature: fl
         short = shared_split("short_register")
         test = [u for u in shared_split("teacher_test") if u.speaker in VOICES]
         for seed in range(seeds):
-            sampling = SamplingParams(temperature=temperature, seed=seed)
+            sampling = SamplingParams(temperature=temperature, seed=seed, cfg_scale=cfg_scale)
             spoken = speak_short_register(tts, short, voice_of, asr, sampling, None, f"{name}, seed {seed}")
             out["short"][seed] = [g["failed"] for g in spoken]
             line = f"{name} seed {seed}: short failure {100 * sum(out['short'][seed]) / len(short):.1f} %"
@@ -56,13 +58,14 @@ def main() -> None:
     args.add_argument("--seeds", type=int, default=4)
     args.add_argument("--engines", default=",".join(ENGINES))
     args.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
+    args.add_argument("--cfg-scale", type=float, default=1.0)
     args.add_argument("--sentences", action="store_true")
     args.add_argument("--model", default=None, help="Speech LM folder (default: the shipped models/lm).")
     a = args.parse_args()
     if a.seeds < 1:
         args.error("--seeds must be at least 1")
-    results = {name: run_engine(name, ENGINES[name](a.model), a.model, a.seeds, a.temperature, a.sentences)
-               for name in a.engines.split(",")}
+    results = {name: run_engine(name, ENGINES[name](a.model), a.model, a.seeds, a.temperature, a.sentences,
+                                a.cfg_scale) for name in a.engines.split(",")}
     with open(a.out, "w") as f:
         json.dump(results, f)
     for name, r in results.items():
