@@ -105,12 +105,13 @@ class CachedLM:
         to the longest row); with `batch_invariant` each slot's positions are multiplied on their own
         (`per_slot`), so their bits never depend on the other slots'."""
         tokens, hidden = x.shape
-        starts = self.lengths[slots]  # (B,)
-        ends = starts + torch.tensor(counts, device=x.device)
+        starts, sizes = self.lengths[slots], torch.tensor(counts, device=x.device)  # (B,), (B,)
+        ends = starts + sizes
         if int(ends.max()) > self.max_len:
             raise ValueError(f"sequence longer than the engine's {self.max_len} positions")
         rows = list(zip(slots.tolist(), starts.tolist(), counts))
-        positions = torch.cat([torch.arange(start, start + n, device=x.device) for _, start, n in rows])  # (N,)
+        firsts = sizes.cumsum(0) - sizes  # (B,) each slot's first row in x
+        positions = torch.repeat_interleave(starts - firsts, sizes) + torch.arange(tokens, device=x.device)  # (N,)
         cos, sin = self.cos[positions][:, None], self.sin[positions][:, None]  # (N, 1, D)
         linear = partial(per_slot, counts=counts) if self.batch_invariant and len(counts) > 1 else F.linear
         d, heads, kv_heads = self.head_dim, self.heads, self.kv_heads

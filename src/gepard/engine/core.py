@@ -32,7 +32,7 @@ class Active:
     generator: torch.Generator
     codes: list[int] = field(default_factory=list)
     last_token: int | None = None
-    prompt_logits: dict[int, torch.Tensor] = field(default_factory=dict)  # slot -> (V,), as each prefill ends
+    prompt_logits: torch.Tensor | None = None  # (V,) the conditional prompt's, while the unconditional one runs
 
 
 @dataclass
@@ -94,14 +94,15 @@ class EngineCore:
         if not decoding:
             return self._prefill_one_request()
         rows = [(s, s.slot) for s in decoding] + [(s, s.uncond_slot) for s in decoding if s.uncond_slot is not None]
-        slots = [slot for _, slot in rows]
+        slots, counts = [slot for _, slot in rows], [1] * len(rows)
         x = self.lm.embed(torch.tensor([s.last_token for s, _ in rows], device=self.lm.device))  # (R, H)
         part = self.prefilling[0] if self.prefilling else None
         if part is not None:
             chunk = part.embeds[: self.prefill_chunk]
-            x, slots = torch.cat([x, chunk]), slots + [part.slot]
-        hidden = self.lm.forward_ragged(x, torch.tensor(slots, device=self.lm.device),
-                                        [1] * len(rows) + ([len(chunk)] if part is not None else []))
+            x = torch.cat([x, chunk])
+            slots.append(part.slot)
+            counts.append(len(chunk))
+        hidden = self.lm.forward_ragged(x, torch.tensor(slots, device=self.lm.device), counts)
         logits = self.lm.logits(hidden[: len(rows)])
         guided = [s for s in decoding if s.uncond_slot is not None]
         uncond = {s.request_id: logits[len(decoding) + i] for i, s in enumerate(guided)}
@@ -151,14 +152,13 @@ class EngineCore:
         if len(part.embeds):
             return []
         self.prefilling.popleft()
-        state = part.state
-        state.prompt_logits[part.slot] = self.lm.logits(last[None])[0]
-        if len(state.prompt_logits) < self._slots_needed(state.request):
+        state, logits = part.state, self.lm.logits(last[None])[0]  # (V,)
+        if part.slot == state.uncond_slot:  # a guided request's prompts are both in
+            return self._emit([state], state.prompt_logits[None], {state.request_id: logits})
+        if state.uncond_slot is not None:
+            state.prompt_logits = logits
             return []  # its unconditional prompt is next
-        uncond = {state.request_id: state.prompt_logits[state.uncond_slot]} if state.uncond_slot is not None else {}
-        logits = state.prompt_logits[state.slot][None]
-        state.prompt_logits = {}
-        return self._emit([state], logits, uncond)
+        return self._emit([state], logits[None], {})
 
     def _emit(self, states: list[Active], logits: torch.Tensor, uncond: dict[int, torch.Tensor]) -> list[Output]:
         """Sample the next code of each request from its row of (B, V) logits (CFG-combined with its
