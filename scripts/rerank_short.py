@@ -1,0 +1,100 @@
+"""Can a phone listener pick the clear one among several rollouts of a short reply?
+
+Usage: python scripts/rerank_short.py OUT.md [--model DIR] [--codec DIR] [--listener DIR] [--rollouts N]
+       [--limit N] [--sentences]
+
+Every item of the shared short-register list (with --sentences: the held-out flite sentences instead) is
+spoken N times (seeds 0..N-1), each item in the flite voice `gepard eval lm --voices` gives it. Each rollout is
+scored without ASR by the phone listener (codec/listener.py): the mean over frames of the log-probability it
+gives the phone the track asked for at that frame (the LM's audio frame j answers track entry j). Failure as in
+`gepard eval lm` (no stop before the frame guard, or utterance WER > 50 % by Whisper tiny.en). The report
+compares one rollout, the listener's pick among the first k, and the oracle pick (the rollout Whisper hears best).
+"""
+
+import argparse
+import datetime
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from gepard.api import TTS
+from gepard.codec.files import decode_codes
+from gepard.codec.listener import PhoneListener
+from gepard.codec.phones import PHONE_IDS
+from gepard.data.manifests import shared_split
+from gepard.engine.base import SamplingParams
+from gepard.eval.asr import get_transcriber, utterance_wer
+from gepard.eval.lm_report import FAIL_WER, VoicePicker, generate_all
+from gepard.eval.machine import describe_machine
+from gepard.lm.track import TRACK_VOICE, aligned_flite
+
+FLITE_VOICES = "flite_awb,flite_kal16,flite_rms,flite_slt"
+
+
+@torch.no_grad()
+def listener_score(ear: PhoneListener, audio: np.ndarray, wanted: np.ndarray) -> float:
+    """(T,) audio, (J,) asked phone ids -> mean over frames of log p(asked phone) by the listener."""
+    padded = np.pad(audio, (0, max(0, len(wanted) * ear.cfg.frame_samples - len(audio))))
+    logp = F.log_softmax(ear(torch.from_numpy(padded.astype(np.float32))[None])[0].float(), -1)
+    n = min(len(logp), len(wanted))
+    return float(logp[torch.arange(n), torch.from_numpy(wanted[:n])].mean())
+
+
+def main() -> None:
+    args = argparse.ArgumentParser()
+    args.add_argument("out", type=Path)
+    args.add_argument("--model", default=None)
+    args.add_argument("--codec", default=None)
+    args.add_argument("--listener", default="runs/listener")
+    args.add_argument("--rollouts", type=int, default=4)
+    args.add_argument("--limit", type=int, default=0)
+    args.add_argument("--sentences", action="store_true")
+    a = args.parse_args()
+    torch.set_num_threads(2)
+    voices = FLITE_VOICES.split(",")
+    items = ([u for u in shared_split("teacher_test") if u.speaker in voices] if a.sentences
+             else shared_split("short_register"))[: a.limit or None]
+    ear, asr = PhoneListener.load(a.listener), get_transcriber(2)
+    wanted = [np.array([PHONE_IDS[p] for p in aligned_flite(TRACK_VOICE, u.text)[1]]) for u in items]
+    failed, score = np.zeros((len(items), a.rollouts), bool), np.zeros((len(items), a.rollouts))
+    with TTS.load(a.model, a.codec) as tts:
+        voice_of = VoicePicker(tts, voices)
+        for seed in range(a.rollouts):
+            spoken = generate_all(tts, [(u.text, voice_of(u)[0], None) for u in items], f"rollout {seed}",
+                                  SamplingParams(seed=seed))
+            for i, (u, (codes, stopped)) in enumerate(zip(items, spoken)):
+                audio = decode_codes(tts.codec, codes)
+                score[i, seed] = listener_score(ear, audio, wanted[i])
+                failed[i, seed] = (not stopped) or utterance_wer(u.reference_text, asr.transcribe(audio)) > FAIL_WER
+    rows = [("one rollout (mean over seeds)", 100 * failed.mean())]
+    for k in range(2, a.rollouts + 1):
+        pick = score[:, :k].argmax(1)
+        rows.append((f"the listener's pick of {k}", 100 * failed[np.arange(len(items)), pick].mean()))
+        rows.append((f"oracle pick of {k} (Whisper)", 100 * failed[:, :k].all(1).mean()))
+    clean, bad = score[~failed], score[failed]
+    what = "held-out flite sentences" if a.sentences else "short-register list"
+    lines = ["# Picking the clear rollout with a phone listener", "",
+             f"Command: `python {' '.join(shlex.quote(x) for x in sys.argv)}`", "",
+             f"Machine: {describe_machine()}. Date: {datetime.date.today().isoformat()}.", "",
+             f"{len(items)} items of the {what}, {a.rollouts} rollouts each (seeds 0–{a.rollouts - 1}, default "
+             f"sampling), each item in the flite voice `gepard eval lm --voices {FLITE_VOICES}` gives it; LM: "
+             f"{a.model or 'models/lm'}, codec: {a.codec or 'models/codec'}, listener: {a.listener}. Listener score: "
+             "mean log-probability of the asked-for phone per frame. Failure: no stop before the frame guard, or "
+             "utterance WER > 50 % (Whisper tiny.en).", "",
+             "| selection | failing % |", "|---|---|"]
+    lines += [f"| {name} | {value:.1f} |" for name, value in rows]
+    lines += ["", f"Listener score of clean rollouts {clean.mean():.2f} (n = {clean.size}), failed rollouts "
+              f"{bad.mean():.2f} (n = {bad.size})."]
+    a.out.write_text("\n".join(lines) + "\n")
+    a.out.with_suffix(".json").write_text(json.dumps({"ids": [u.id for u in items], "failed": failed.tolist(),
+                                                      "score": score.tolist()}))
+    print(a.out.read_text())
+
+
+if __name__ == "__main__":
+    main()
