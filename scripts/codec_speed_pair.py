@@ -8,11 +8,8 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
-
-from gepard.audio import load_audio
 from gepard.codec.files import load_codec
-from gepard.data.manifests import shared_split
+from gepard.eval.codec_report import timing_speech
 from gepard.eval.speed import codec_speed
 
 
@@ -22,7 +19,7 @@ def main() -> None:
     args.add_argument("codecs", nargs="+")
     args.add_argument("--rounds", type=int, default=2)
     a = args.parse_args()
-    speech = np.concatenate([load_audio(u.audio) for u in shared_split("real_heldout")[:10]])
+    speech = timing_speech()
     codecs = {path: load_codec(path, bf16_decoder=False) for path in a.codecs}
     out = {path: [] for path in a.codecs}
     for r in range(a.rounds):

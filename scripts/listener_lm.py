@@ -40,11 +40,9 @@ from gepard.stream.text import segment_stream
 FLITE_VOICES = "flite_awb,flite_kal16,flite_rms,flite_slt"
 
 
-@torch.no_grad()
 def heard(ear: PhoneListener, audio: np.ndarray, wanted: np.ndarray) -> tuple[int, int, int]:
     """(T,) audio, (J,) wanted phone ids -> (frames compared, heard exactly, heard within ±1 frame)."""
-    padded = np.pad(audio, (0, max(0, len(wanted) * ear.cfg.frame_samples - len(audio))))
-    beliefs = ear(torch.from_numpy(padded.astype(np.float32))[None])[0].argmax(-1).numpy()[: len(wanted)]
+    beliefs = ear.log_beliefs(audio, len(wanted)).argmax(-1).numpy()
     n = min(len(beliefs), len(wanted))
     beliefs, wanted = beliefs[:n], wanted[:n]
     near = beliefs == wanted

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from gepard.api import TTS
 from gepard.codec.files import decode_codes
@@ -32,17 +31,13 @@ from gepard.eval.asr import get_transcriber, utterance_wer
 from gepard.eval.lm_report import FAIL_WER, VoicePicker, generate_all
 from gepard.eval.machine import describe_machine
 from gepard.lm.track import TRACK_VOICE, aligned_flite
+from listener_lm import FLITE_VOICES
 
-FLITE_VOICES = "flite_awb,flite_kal16,flite_rms,flite_slt"
 
-
-@torch.no_grad()
 def listener_score(ear: PhoneListener, audio: np.ndarray, wanted: np.ndarray) -> float:
     """(T,) audio, (J,) asked phone ids -> mean over frames of log p(asked phone) by the listener."""
-    padded = np.pad(audio, (0, max(0, len(wanted) * ear.cfg.frame_samples - len(audio))))
-    logp = F.log_softmax(ear(torch.from_numpy(padded.astype(np.float32))[None])[0].float(), -1)
-    n = min(len(logp), len(wanted))
-    return float(logp[torch.arange(n), torch.from_numpy(wanted[:n])].mean())
+    logp = ear.log_beliefs(audio, len(wanted))
+    return float(logp[torch.arange(len(wanted)), torch.from_numpy(wanted)].mean())
 
 
 def main() -> None:

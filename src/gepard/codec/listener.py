@@ -14,6 +14,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
@@ -73,6 +74,13 @@ class PhoneListener(nn.Module):
         logmel = torch.log(self.mel @ spec[:, :, : frames * per_frame] + 1e-5)  # (B, n_mels, frames * per_frame)
         x = F.avg_pool1d(self.fine(logmel), per_frame)  # (B, C, frames)
         return self.out(self.frame(x).transpose(1, 2))
+
+    @torch.no_grad()
+    def log_beliefs(self, audio: np.ndarray, frames: int) -> torch.Tensor:
+        """(T,) audio -> (frames, 1 + len(PHONES)) log phone beliefs of its first `frames` frames (audio shorter
+        than that is padded with silence)."""
+        padded = np.pad(audio, (0, max(0, frames * self.cfg.frame_samples - len(audio))))
+        return F.log_softmax(self(torch.from_numpy(padded.astype(np.float32))[None])[0].float(), -1)[:frames]
 
     def loss(self, audio: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return phone_loss(self(audio), target)

@@ -68,6 +68,11 @@ def evaluation_set(name: str) -> list[Utterance]:
     return shared_split(name)
 
 
+def timing_speech() -> np.ndarray:
+    """(T,) the speech every codec speed in the reports is timed on: the first 10 held-out real clips (~67 s)."""
+    return np.concatenate([load_audio(u.audio) for u in shared_split("real_heldout")[:10]])
+
+
 def evaluate_codec(codec: Codec, limit: int = 0, threads: int = 2) -> dict:
     """Everything the codec report shows, measured now."""
     torch.set_num_threads(threads)
@@ -75,7 +80,7 @@ def evaluate_codec(codec: Codec, limit: int = 0, threads: int = 2) -> dict:
     for name in SETS:
         utterances = evaluation_set(name)
         sets[name] = evaluate_set(codec, utterances[:limit] if limit else utterances, threads)
-    speech = np.concatenate([load_audio(u.audio) for u in shared_split("real_heldout")[:10]])
+    speech = timing_speech()
     bf16 = codec.decoder.inp.weight.dtype == torch.bfloat16
     other = None
     if native_bf16("cpu"):  # the precision load_codec did not pick, timed beside it
