@@ -98,7 +98,8 @@ def main() -> None:
              f"{a.temperature:g}), each item in the flite voice `gepard eval lm --voices {FLITE_VOICES}` gives it; LM: "
              f"{a.model or 'models/lm'}, codec: {a.codec or 'models/codec'}, listener: {a.listener}. Scores: "
              "`listener`, its mean log-probability of the asked-for phone per frame; `lm`, the LM's mean "
-             "log-probability of its own codes and <eos>. Failure: no stop before the frame guard, or utterance WER > 50 % (Whisper tiny.en).", "",
+             "log-probability of its own codes and <eos>. Failure: no stop before the frame guard, or utterance "
+             "WER > 50 % (Whisper tiny.en).", "",
              "| selection | failing % |", "|---|---|"]
     lines += [f"| {name} | {value:.1f} |" for name, value in rows]
     lines += ["", "| score | clean rollouts, mean | failed rollouts, mean | within-item AUC |", "|---|---|---|---|"]

@@ -9,7 +9,7 @@ if TYPE_CHECKING:  # importing torch takes seconds; the engine process's front e
     import torch
 
 
-DEFAULT_TEMPERATURE = 0.3  # docs/results/temperature_dec5.md: 0-0.3 fail fewer short replies than 0.5, same sentence WER
+DEFAULT_TEMPERATURE = 0.3  # docs/results/temperature_dec5.md: 0-0.3 fail fewer short replies than 0.5, same WER
 DEFAULT_TOP_P = 1.0  # off: 0.95 spoke no better (docs/results/lm.md) and made vLLM sort every row's logits
 
 
