@@ -9,8 +9,7 @@ of `--voices`, the LM's codes (N seeds) and the original clips' codes are decode
 transcribed by Whisper tiny.en: a paired comparison, where only the decoder differs. With --short, the shared
 short-register list too, each item in the flite voice `gepard eval lm --voices` gives it (flite's own clip as in
 scripts/short_register_floor.py): the share of items that fail (no stop before the frame guard, or utterance WER
-over 50 %, as in `gepard eval lm`). A decoder that reads phones (`--decoder-phones`) gets each frame's label from the
-track of the text spoken (the LM's codes) or from flite's own timing (the resynthesis of flite's clips).
+over 50 %, as in `gepard eval lm`).
 """
 
 import argparse
@@ -29,9 +28,7 @@ from gepard.engine.base import SamplingParams
 from gepard.eval.asr import get_transcriber, utterance_wer, wer
 from gepard.eval.lm_report import FAIL_WER, VoicePicker, generate_all
 from gepard.eval.machine import describe_machine
-from gepard.codec.phones import PHONE_IDS
 from gepard.lm.frontend import segment_chars
-from gepard.lm.track import aligned_flite
 from short_register_floor import flite_clip
 
 FLITE_VOICES = "flite_awb,flite_kal16,flite_rms,flite_slt"
@@ -69,41 +66,36 @@ def main() -> None:
         raise SystemExit("the codecs encode differently (fingerprints differ): codes would not mean the same")
     with TTS.load(a.model, a.codecs[0]) as tts:
         voice_of = VoicePicker(tts, voices)
-        lm_codes = [[(codes, phones) for codes, _, phones in
-                     generate_all(tts, [(u.text, voice_of(u)[0], None) for u in test], f"LM, seed {seed}",
-                                  SamplingParams(seed=seed))]
+        lm_codes = [[codes for codes, _ in generate_all(tts, [(u.text, voice_of(u)[0], None) for u in test],
+                                                          f"LM, seed {seed}", SamplingParams(seed=seed))]
                     for seed in range(a.seeds)]
         short_lm = [generate_all(tts, [(u.text, voice_of(u)[0], None) for u in short], f"short replies, seed {seed}",
                                  SamplingParams(seed=seed)) for seed in range(a.seeds) if short]
         max_chars = segment_chars(tts.model.text_front_end)
         short_clips = [flite_clip(voice_of.speaker(u), u.text, max_chars) for u in short]
     originals = [load_audio(u.audio) for u in test]
-    clip_codes = [(codecs[0].encode(torch.from_numpy(x)[None])[0].tolist(),  # the corpus clip is flite's own
-                   [PHONE_IDS[p] for p in aligned_flite(u.speaker.removeprefix("flite_"), u.text)[1]])
-                  for u, x in zip(test, originals)]
+    clip_codes = [codecs[0].encode(torch.from_numpy(x)[None])[0].tolist() for x in originals]
     asr = get_transcriber(2)
     refs = [u.text for u in test]
     short_refs = [u.reference_text for u in short]
-    short_clip_codes = [(codecs[0].encode(torch.from_numpy(x)[None])[0].tolist(), phones) for x, phones in short_clips]
+    short_clip_codes = [codecs[0].encode(torch.from_numpy(x)[None])[0].tolist() for x in short_clips]
     always = [True] * len(short)
 
     def short_cells(heard) -> str:
         """' | resynthesis % | LM % per seed' of the short list through one decoder (`heard`: clip -> text)."""
         if not short:
             return ""
-        spoken = [failing(short_refs, [heard((c, p)) for c, _, p in seed], [s for _, s, _ in seed])
-                  for seed in short_lm]
+        spoken = [failing(short_refs, [heard(c) for c, _ in seed], [s for _, s in seed]) for seed in short_lm]
         return (f" | {failing(short_refs, [heard(c) for c in short_clip_codes], always):.1f} | "
                 + " / ".join(f"{x:.1f}" for x in spoken))
 
     flite_short = ""
     if short:
-        flite_short = f" | {failing(short_refs, [asr.transcribe(x) for x, _ in short_clips], always):.1f} | —"
+        flite_short = f" | {failing(short_refs, [asr.transcribe(x) for x in short_clips], always):.1f} | —"
     rows = [("original clips", 100 * wer(refs, [asr.transcribe(x) for x in originals]), "—" + flite_short)]
     for path, codec in zip(a.codecs, codecs):
-        def heard(spoken: tuple[list[int], list[int]]) -> str:
-            """(codes, their phone labels, which only a phone-reading decoder reads) -> what Whisper hears."""
-            return asr.transcribe(decode_codes(codec, *spoken))
+        def heard(codes: list[int]) -> str:
+            return asr.transcribe(decode_codes(codec, codes))
         resynth = 100 * wer(refs, [heard(c) for c in clip_codes])
         spoken = " / ".join(scored(refs, [heard(c) for c in seed]) for seed in lm_codes)
         rows.append((f"`{path}`", resynth, spoken + short_cells(heard)))

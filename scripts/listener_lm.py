@@ -68,8 +68,7 @@ def reference_rows(ear: PhoneListener, codec, manifest: Path) -> list[tuple]:
     clips = read_manifest(manifest)
     originals = [load_audio(u.audio) for u in clips]
     wanted = [phone_labels(u.text, -(-len(x) // ear.cfg.frame_samples)) for u, x in zip(clips, originals)]
-    resynth = [decode_codes(codec, codec.encode(torch.from_numpy(x)[None])[0].tolist(), w.tolist())
-               for x, w in zip(originals, wanted)]
+    resynth = [decode_codes(codec, codec.encode(torch.from_numpy(x)[None])[0].tolist()) for x in originals]
     return [(name, "—", *score([heard(ear, x, w) for x, w in zip(audios, wanted)]))
             for name, audios in ((f"original clips of `{manifest}`", originals), ("their codec resynthesis", resynth))]
 
@@ -84,8 +83,8 @@ def lm_rows(ear: PhoneListener, tts: TTS, test: list, voices: list[str], seeds: 
     asr, refs = get_transcriber(2), [u.text for u in test]
     rows, pooled = [], []
     for seed in range(seeds):
-        spoken = generate_all(tts, jobs, f"LM, seed {seed}", SamplingParams(seed=seed))
-        audios = [decode_codes(tts.codec, c, p) for c, _, p in spoken]
+        codes = [c for c, _ in generate_all(tts, jobs, f"LM, seed {seed}", SamplingParams(seed=seed))]
+        audios = [decode_codes(tts.codec, c) for c in codes]
         counts = [heard(ear, x, w) for x, w in zip(audios, asked)]
         hypotheses, accuracy, start = [], [], 0
         for parts in segments:  # an utterance: its segments' speech, one after the other

@@ -79,8 +79,8 @@ def main() -> None:
         for seed in range(a.rollouts):
             spoken = generate_all(tts, [(u.text, voice_of(u)[0], None) for u in items], f"rollout {seed}",
                                   SamplingParams(temperature=a.temperature, seed=seed))
-            for i, (u, (codes, stopped, phones)) in enumerate(zip(items, spoken)):
-                audio = decode_codes(tts.codec, codes, phones)
+            for i, (u, (codes, stopped)) in enumerate(zip(items, spoken)):
+                audio = decode_codes(tts.codec, codes)
                 score["listener"][i, seed] = listener_score(ear, audio, wanted[i])
                 score["lm"][i, seed] = -audio_nll(tts.model, u.text, torch.tensor(codes), voice_of(u)[0])
                 failed[i, seed] = (not stopped) or utterance_wer(u.reference_text, asr.transcribe(audio)) > FAIL_WER

@@ -28,23 +28,16 @@ from gepard.eval.asr import get_transcriber, utterance_wer
 from gepard.eval.lm_report import FAIL_WER, VoicePicker, generate_all
 from gepard.eval.machine import describe_machine
 from gepard.lm.frontend import segment_chars
-from gepard.codec.phones import PHONE_IDS
-from gepard.lm.track import FRAME_S, aligned_flite
+from gepard.lm.track import aligned_flite
 from gepard.stream.text import segment_stream
 
 FLITE_VOICES = "flite_awb,flite_kal16,flite_rms,flite_slt"
-FRAME_SAMPLES = round(16000 * FRAME_S)
 
 
-def flite_clip(voice: str, text: str, max_chars: int) -> tuple[np.ndarray, list[int]]:
-    """`text` in flite `voice` (corpus name, e.g. flite_slt), segment by segment as the LM says it -> (T,) float32
-    audio (each segment padded to whole codec frames) and each frame's phone label (codec/phones.py)."""
-    audio, phones = [], []
-    for segment in segment_stream([text], max_chars):
-        clip, frames = aligned_flite(voice.removeprefix("flite_"), segment)
-        audio.append(np.pad(clip, (0, len(frames) * FRAME_SAMPLES - len(clip))))
-        phones += [PHONE_IDS[p] for p in frames]
-    return np.concatenate(audio), phones
+def flite_clip(voice: str, text: str, max_chars: int) -> np.ndarray:
+    """(T,) float32: `text` in flite `voice` (corpus name, e.g. flite_slt), segment by segment as the LM says it."""
+    return np.concatenate([aligned_flite(voice.removeprefix("flite_"), s)[0]
+                           for s in segment_stream([text], max_chars)])
 
 
 def main() -> None:
@@ -63,17 +56,16 @@ def main() -> None:
         spoken = [generate_all(tts, [(u.text, voice_of(u)[0], None) for u in items], f"LM, seed {seed}",
                                SamplingParams(seed=seed)) for seed in range(a.seeds)]
         max_chars = segment_chars(tts.model.text_front_end)
-        clips = [flite_clip(voice_of.speaker(u), u.text, max_chars) for u in tqdm(items, desc="flite")]
-        originals = [x for x, _ in clips]
-        resynth = [decode_codes(tts.codec, tts.codec.encode(torch.from_numpy(x)[None])[0].tolist(), phones)
-                   for x, phones in clips]
+        originals = [flite_clip(voice_of.speaker(u), u.text, max_chars) for u in tqdm(items, desc="flite")]
+        with torch.inference_mode():
+            resynth = [tts.codec.decode(tts.codec.encode(torch.from_numpy(x)[None]))[0].numpy() for x in originals]
         codec = tts.codec
     wers = lambda clips: np.array([utterance_wer(u.text, asr.transcribe(x))  # noqa: E731
                                    for u, x in tqdm(list(zip(items, clips)), desc="ASR")])
     rows = [("flite's own clip", wers(originals), None), ("its codec resynthesis", wers(resynth), None)]
     for seed, outputs in enumerate(spoken):
-        stopped = np.array([ok for _, ok, _ in outputs])
-        rows.append((f"speech LM, seed {seed}", wers([decode_codes(codec, c, p) for c, _, p in outputs]), stopped))
+        stopped = np.array([ok for _, ok in outputs])
+        rows.append((f"speech LM, seed {seed}", wers([decode_codes(codec, c) for c, _ in outputs]), stopped))
     failed = [(w > FAIL_WER) | (~s if s is not None else False) for _, w, s in rows]
     lines = ["# Short register: flite, its codec, the speech LM", "",
              f"Command: `python {' '.join(shlex.quote(x) for x in sys.argv)}`", "",

@@ -65,7 +65,7 @@ def main() -> None:
                 stream = tts.engine.submit(text_request(tts.model, words[u.id], prefix, sampling))
                 codes = list(stream)
                 stops += stream.finished == "stop"
-                audio = decode_codes(tts.codec, codes, tts.model.frame_phones(words[u.id]))
+                audio = decode_codes(tts.codec, codes)
                 heard.append(asr.transcribe(audio))
                 cosines.append(encoder.cosine(ref_audio, audio) if len(audio) > 8000 else 0.0)
         score = 100 * wer([words[u.id] for u in test], heard)

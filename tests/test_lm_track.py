@@ -2,7 +2,6 @@
 
 import shutil
 
-import numpy as np
 import pytest
 import torch
 
@@ -17,7 +16,6 @@ from gepard.lm.track import (MAX_TRACK_CHARS, PAD, TRACK_FRAMES, aligned_flite, 
                              track_seconds)
 from gepard.lm.train import LMTrainConfig, build
 from gepard.lm.voice import VoiceConfig
-from gepard.lm.voices import save_voice
 from gepard.stream.text import segment_stream
 
 needs_flite = pytest.mark.skipif(shutil.which("flite") is None, reason="flite is not installed (apt-get install flite)")
@@ -73,37 +71,3 @@ def test_track_models_get_segments_short_enough_for_one_track():
     segments = list(segment_stream([text], segment_chars("track")))
     assert len(segments) > 3 and all(len(s) <= MAX_TRACK_CHARS for s in segments)
     assert segment_chars("text") > MAX_TRACK_CHARS
-
-
-@needs_flite
-def test_a_track_model_labels_each_frame_it_speaks_with_its_phone_and_the_stream_reads_them(tmp_path):
-    from gepard.api import TTS
-    from gepard.codec.files import decode_codes
-    from gepard.codec.phones import PHONE_IDS
-    from gepard.stream.normalize import normalize_for_speech
-    from tests.conftest import tiny_codec_config
-    from tests.test_codec_decoder_phones import CLASSES, phone_codec
-
-    text = "Hello there."
-    cfg = LMTrainConfig(text_vocab=300, levels=tiny_codec_config().levels, repetition=Repetition(),
-                        text_front_end="track",
-                        lm=LMConfig(hidden_size=32, layers=2, heads=2, kv_heads=1, head_dim=16, intermediate_size=64,
-                                    max_positions=512),
-                        voice=VoiceConfig(dim=16, heads=2, blocks=1, prefix_len=4))
-    model = build(cfg, [track(text), track("See you at nine.")])
-    frames = aligned_flite("slt", text)[1]
-    labels = model.frame_phones(text)
-    assert labels == [PHONE_IDS[p] for p in frames] + [0] * (TRACK_FRAMES - len(frames))
-    model.save_pretrained(tmp_path / "lm")
-    save_voice(tmp_path / "lm", "default", model.voice.null(1)[0] + 0.1)
-    codec = phone_codec()
-    assert codec.decoder.phones.num_embeddings == CLASSES
-    codec.save_pretrained(tmp_path / "codec", dtype=torch.float32)
-    with TTS.load(tmp_path / "lm", tmp_path / "codec", slots=2) as tts:
-        tts.codec.decoder.float()
-        streamed = np.concatenate(list(tts.stream(text, seed=1)))
-        spoken = normalize_for_speech(text)
-        codes = list(tts.engine.submit(text_request(tts.model, spoken, tts.voice(None), SamplingParams(seed=1))))
-    heard = decode_codes(tts.codec, codes, tts.model.frame_phones(spoken)).clip(-1, 1)
-    deaf = decode_codes(tts.codec, codes).clip(-1, 1)
-    assert len(codes) > 3 and np.allclose(streamed, heard, atol=1e-5) and not np.allclose(streamed, deaf, atol=1e-3)

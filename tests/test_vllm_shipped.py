@@ -45,8 +45,8 @@ def engine_wer(tts: TTS) -> float:
     asr = get_transcriber()
     hypotheses = []
     for seed in SEEDS:
-        spoken = generate_all(tts, jobs, tts.engine_name, SamplingParams(seed=seed))
-        hypotheses += [asr.transcribe(decode_codes(tts.codec, c, p)) for c, _, p in spoken]
+        codes = generate_all(tts, jobs, tts.engine_name, SamplingParams(seed=seed))
+        hypotheses += [asr.transcribe(decode_codes(tts.codec, c)) for c, _ in codes]
     return 100 * wer(SENTENCES * len(SEEDS), hypotheses)
 
 

@@ -88,9 +88,7 @@ class TTS:
         deltas = limited([text] if isinstance(text, str) else text)
         for i, segment in enumerate(segment_stream(deltas, segment_chars(self.model.text_front_end))):
             sampling = SamplingParams(temperature=temperature, seed=seed + i)
-            spoken = normalize_for_speech(segment)
-            codes = self.engine.submit(text_request(self.model, spoken, prefix, sampling))
-            decoder.read(self.model.frame_phones(spoken))  # what a phone-reading decoder listens to
+            codes = self.engine.submit(text_request(self.model, normalize_for_speech(segment), prefix, sampling))
             try:
                 yield from pcm_chunks(functools.partial(self.codec_batcher.push, decoder), codes)
             finally:

@@ -524,11 +524,6 @@ def train_codec_cmd(
     listener: Path = typer.Option(None, help="A phone listener (`gepard train listener`) whose beliefs about "
                                   "the resynthesis must match its beliefs about the original."),
     listener_weight: float = typer.Option(1.0, help="Weight of the listener's divergence (with --listener)."),
-    decoder_phones: bool = typer.Option(False, "--decoder-phones", help="The decoder also reads each frame's "
-                                        "flite phone (phone-track manifests; at inference the track of the text "
-                                        "spoken). The codes stay the codec's."),
-    code_noise: float = typer.Option(0.0, help="Share of frames whose code the decoder reads at random, as a "
-                                     "speech LM's slips (teaches a phone-reading decoder to trust the phones)."),
     levels: str = typer.Option("", help="FSQ levels per latent channel, e.g. 4,4,4,4,4,4 (codebook = their "
                                "product); default: the --init codec's, else the shipped grid."),
     init: Path = typer.Option(None, help="Start a new run from this saved codec's weights (e.g. with other "
@@ -540,18 +535,15 @@ def train_codec_cmd(
     from gepard.codec.model import CodecConfig
     from gepard.codec.train import SHARED_TRAINING_DATA, TrainConfig, train_codec
     from gepard.data.manifests import read_manifest, shared_split
-    from gepard.lm.track import PHONES
 
     codec = load_codec(init).config if init else CodecConfig(stride=stride)
     if levels:
         codec.levels = parse_levels(levels)
-    if decoder_phones:
-        codec.phone_classes = 1 + len(PHONES)
     cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, lr=lr, threads=threads,
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
                       phase_weight=phase_weight, freeze_encoder=freeze_encoder,
                       semantic_weight=semantic_weight, phone_weight=phone_weight, init=str(init or ""), codec=codec,
-                      listener=str(listener or ""), listener_weight=listener_weight, code_noise=code_noise,
+                      listener=str(listener or ""), listener_weight=listener_weight,
                       train_data=str(train) if train else SHARED_TRAINING_DATA)
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))

@@ -33,14 +33,9 @@ def load_codec(path: str | Path | None = None, bf16_decoder: bool | None = None)
     return codec
 
 
-def decode_codes(codec: Codec, codes: list[int], phones: list[int] | None = None) -> np.ndarray:
-    """One utterance's codes -> (T,) float32 audio (empty for no codes). `phones`: the phone labels of its
-    frames from the first on (e.g. SpeechLM.frame_phones), read by a phone-reading decoder; frames past them
-    read 0 (unknown)."""
-    if not codes:
-        return np.zeros(0, np.float32)
-    labels = torch.tensor([(list(phones or []) + [0] * len(codes))[: len(codes)]])
-    return codec.decode(torch.tensor([codes]), labels)[0].numpy()
+def decode_codes(codec: Codec, codes: list[int]) -> np.ndarray:
+    """One utterance's codes -> (T,) float32 audio (empty for no codes)."""
+    return codec.decode(torch.tensor([codes]))[0].numpy() if codes else np.zeros(0, np.float32)
 
 
 def encode_file(codec: Codec, path: str | Path, chunk_seconds: float = 30.0) -> np.ndarray:

@@ -29,7 +29,6 @@ class CodecConfig:
     frame_depth: int = 6
     kernel_size: int = 7
     levels: list[int] = field(default_factory=lambda: [8, 8, 8, 5, 5, 5])
-    phone_classes: int = 0  # > 0: the decoder also reads one phone label per frame (0: unknown); decoder only
 
     @property
     def samples_per_frame(self) -> int:
@@ -74,20 +73,12 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """(B, J, len(levels)) quantized values -> (B, J * samples_per_frame) waveform, streamable.
-
-    With `phone_classes`, it also reads (B, J) phone labels, the phone each frame should sound like (label 0:
-    unknown, e.g. plain codec use); their embedding starts at zero, so a decoder trained without them is
-    unchanged until it learns to listen to them.
-    """
+    """(B, J, len(levels)) quantized values -> (B, J * samples_per_frame) waveform, streamable."""
 
     def __init__(self, c: CodecConfig):
         super().__init__()
         self.c = c
         self.inp = nn.Linear(len(c.levels), c.frame_dim)
-        self.phones = nn.Embedding(c.phone_classes, c.frame_dim) if c.phone_classes else None
-        if self.phones is not None:
-            nn.init.zeros_(self.phones.weight)
         self.frame = ConvNeXtStack(c.frame_dim, c.frame_depth, c.kernel_size)
         self.up = nn.Linear(c.frame_dim, c.fine_dim * c.stride)
         self.fine = ConvNeXtStack(c.fine_dim, c.fine_depth, c.kernel_size)
@@ -105,20 +96,10 @@ class Decoder(nn.Module):
             "skip": self.c.n_fft - self.c.hop,
         }
 
-    def embed(self, values: torch.Tensor, phones: torch.Tensor | None) -> torch.Tensor:
-        """(B, J, D) values, (B, J) phone labels or None -> (B, J, frame_dim) decoder input."""
-        x = self.inp(values.to(self.inp.weight.dtype))
-        if self.phones is None:
-            return x
-        if phones is None:
-            phones = torch.zeros(values.shape[:2], dtype=torch.long, device=values.device)
-        return x + self.phones(phones.long()).to(x.dtype)
-
-    def step(self, values: torch.Tensor, state: dict,
-             phones: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
-        """(B, J, D) values (+ (B, J) phone labels) -> (B, n) samples that are final now, new state."""
+    def step(self, values: torch.Tensor, state: dict) -> tuple[torch.Tensor, dict]:
+        """(B, J, D) values -> (B, n) samples that are final now, new state."""
         c, batch = self.c, values.shape[0]
-        x, frame_state = self.frame(self.embed(values, phones), state["frame"])
+        x, frame_state = self.frame(self.inp(values.to(self.inp.weight.dtype)), state["frame"])
         x = self.up(x).reshape(batch, -1, c.fine_dim)
         x, fine_state = self.fine(x, state["fine"])
         audio, tail = self.head(self.norm(x), state["tail"])
@@ -130,9 +111,9 @@ class Decoder(nn.Module):
         """(B, n) the last samples, which no further frame will complete."""
         return state["tail"][:, state["skip"]:]
 
-    def forward(self, values: torch.Tensor, phones: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, values: torch.Tensor) -> torch.Tensor:
         state = self.initial_state(values.shape[0], values.device)
-        audio, state = self.step(values, state, phones)
+        audio, state = self.step(values, state)
         return torch.cat([audio, self.flush(state)], dim=1)
 
 
@@ -170,10 +151,9 @@ class Codec(nn.Module):
         return self.fsq.values_to_index(self.quantize(audio))
 
     @torch.inference_mode()
-    def decode(self, codes: torch.Tensor, phones: torch.Tensor | None = None) -> torch.Tensor:
-        """(B, J) codes (+ (B, J) phone labels for a phone-reading decoder) -> (B, J * samples_per_frame) float32
-        waveform."""
-        return self.decoder(self.fsq.index_to_values(codes), phones).float()
+    def decode(self, codes: torch.Tensor) -> torch.Tensor:
+        """(B, J) codes -> (B, J * samples_per_frame) float32 waveform."""
+        return self.decoder(self.fsq.index_to_values(codes)).float()
 
     def forward(self, audio: torch.Tensor) -> torch.Tensor:
         """(B, T) -> (B, T') reconstruction for training (T' = T padded to whole frames)."""
@@ -186,8 +166,7 @@ class Codec(nn.Module):
         """A short hash of the config and the encoder's bf16 weights, which decide what each code means: the
         same for every load of one saved codec (and after a decoder-only fine-tune), so a speech LM can name
         the codes it was trained on."""
-        config = {k: v for k, v in asdict(self.config).items() if k != "phone_classes"}  # decoder only
-        digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode())
+        digest = hashlib.sha256(json.dumps(asdict(self.config), sort_keys=True).encode())
         for name, tensor in sorted(self.encoder.state_dict().items()):
             digest.update(name.encode())
             digest.update(tensor.detach().to(torch.bfloat16).cpu().view(torch.int16).numpy().tobytes())
@@ -215,24 +194,12 @@ class StreamingDecoder:
     def __init__(self, codec: Codec, batch: int = 1):
         self.codec = codec
         self.state = codec.decoder.initial_state(batch, next(codec.parameters()).device)
-        self.phones: list[int] = []  # labels of the frames to come, for a phone-reading decoder
-
-    def read(self, phones: list[int]) -> None:
-        """The phone labels of the next frames (a new text segment's track); frames past them read 0."""
-        self.phones = list(phones)
-
-    def next_phones(self, n: int) -> torch.Tensor | None:
-        """(1, n) labels of the next n frames (consumed), or None for a decoder that reads no phones."""
-        if self.codec.decoder.phones is None:
-            return None
-        take, self.phones = self.phones[:n], self.phones[n:]
-        return torch.tensor([take + [0] * (n - len(take))])
 
     @torch.inference_mode()
     def push(self, codes: torch.Tensor) -> torch.Tensor:
         """(B, n) codes -> (B, m) samples final so far (m = 0 .. n * samples_per_frame)."""
         values = self.codec.fsq.index_to_values(codes)
-        audio, self.state = self.codec.decoder.step(values, self.state, self.next_phones(codes.shape[1]))
+        audio, self.state = self.codec.decoder.step(values, self.state)
         return audio.float()
 
     @staticmethod
@@ -245,9 +212,7 @@ class StreamingDecoder:
         if len({d.state["skip"] for d in decoders}) > 1:
             raise ValueError("decoders at different pre-roll points cannot push together")
         codec = decoders[0].codec
-        phones = [d.next_phones(codes.shape[1]) for d in decoders]
-        audio, state = codec.decoder.step(codec.fsq.index_to_values(codes), stack([d.state for d in decoders]),
-                                          None if phones[0] is None else torch.cat(phones))
+        audio, state = codec.decoder.step(codec.fsq.index_to_values(codes), stack([d.state for d in decoders]))
         for decoder, row in zip(decoders, unstack(state, len(decoders))):
             decoder.state = row
         return audio.float()

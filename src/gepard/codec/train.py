@@ -8,7 +8,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 from tqdm import tqdm
@@ -49,8 +48,6 @@ class TrainConfig:
     phone_weight: float = 0.0  # the codes name their frame's phone (phones.py; phone-track data; 0: off)
     listener: str = ""  # a phone listener (listener.py): its beliefs on the resynthesis match the original's
     listener_weight: float = 1.0  # (with a listener)
-    code_noise: float = 0.0  # share of frames whose code the decoder reads at random (a speech LM's slips)
-    phone_dropout: float = 0.3  # a phone-reading decoder reads no phones in this share of crops
     init: str = ""  # a saved codec to start from (its FSQ levels may differ from cfg.codec's)
     train_data: str = SHARED_TRAINING_DATA  # what the training speech is, for reports
     threads: int = 2
@@ -102,7 +99,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
             opt_h.load_state_dict(ckpt["opt_heads"])
             fitted = True
     elif cfg.init:
-        load_init(model, Codec.from_pretrained(cfg.init))
+        model.load_state_dict(Codec.from_pretrained(cfg.init).state_dict())  # FSQ levels have no weights
 
     spf = cfg.codec.samples_per_frame
     folders = [build_audio_cache(utts, cache_dir, cfg.codec.sample_rate) for utts in (train, val)]
@@ -111,7 +108,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     for folder, utts, found in zip(folders, (train, val), targets):
         if "semantic" in weights:
             found["semantic"] = load_features(build_feature_cache(folder, spf, cfg.threads))
-        if "phones" in weights or cfg.codec.phone_classes:
+        if "phones" in weights:
             found["phones"] = load_phones(build_phone_cache(folder, utts, spf))
     if "semantic" in weights and not fitted:
         heads["semantic"].fit_targets(targets[0]["semantic"][0])
@@ -130,7 +127,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
         audio = audio.to(device)
         with autocast(device.type):
             values = model.quantize(audio)
-            recon = model.decoder(*decoder_inputs(model, values, frame_targets, cfg, crops.rng))
+            recon = model.decoder(values)
         loss, parts = loss_fn(recon, audio)
         for name, weight in weights.items():
             with autocast(device.type):
@@ -173,28 +170,6 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     return model.eval()
 
 
-def load_init(model: Codec, init: Codec) -> None:
-    """Start from a saved codec's weights (FSQ levels have none); a phone embedding it lacks starts at zero."""
-    missing, unexpected = model.load_state_dict(init.state_dict(), strict=False)
-    if unexpected or any(not k.startswith("decoder.phones.") for k in missing):
-        raise ValueError(f"--init codec does not fit this architecture (missing {missing}, unexpected {unexpected})")
-
-
-def decoder_inputs(model: Codec, values: torch.Tensor, targets: dict[str, torch.Tensor], cfg: TrainConfig,
-                   rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """What the decoder reads in a training step: (B, J, D) values, code_noise of their frames replaced by
-    random codes, and for a phone-reading decoder the (B, J) phone labels, all 0 for phone_dropout of the crops."""
-    batch, frames, _ = values.shape
-    if cfg.code_noise > 0:
-        slip = torch.from_numpy(rng.random((batch, frames, 1)) < cfg.code_noise).to(values.device)
-        random = model.fsq.index_to_values(torch.from_numpy(rng.integers(0, model.codebook_size, (batch, frames))))
-        values = torch.where(slip, random.to(values), values)
-    if not model.config.phone_classes:
-        return values, None
-    kept = torch.from_numpy(rng.random((batch, 1)) >= cfg.phone_dropout)
-    return values, (targets["phones"].long() * kept).to(values.device)
-
-
 def train_discriminator(disc, opt_d, real: torch.Tensor, fake: torch.Tensor, device: torch.device) -> float:
     """One least-squares GAN step for the discriminator; returns its loss."""
     with autocast(device.type):
@@ -213,7 +188,7 @@ def evaluate(model: Codec, heads: nn.ModuleDict, ear: PhoneListener | None, loss
     model.eval()
     with autocast(device.type):
         values = model.quantize(audio)
-        recon = model.decoder(values, targets["phones"] if model.config.phone_classes else None)
+        recon = model.decoder(values)
     model.train()
     loss, parts = loss_fn(recon, audio)
     with autocast(device.type):

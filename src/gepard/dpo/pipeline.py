@@ -137,7 +137,7 @@ def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollou
                        for seed, on in modes]
             for (seed, cfg_on), stream in zip(modes, streams):
                 codes = list(stream)
-                audio = decode_codes(tts.codec, codes, tts.model.frame_phones(text))
+                audio = decode_codes(tts.codec, codes)
                 wer = utterance_wer(p["text"], asr.transcribe(audio)) if codes else 1.0
                 cosine = speakers.cosine(audio, ref_audio) if codes else 0.0
                 duration = len(codes) / frame_rate

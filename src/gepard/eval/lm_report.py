@@ -77,17 +77,15 @@ def synthesize_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | No
                    sampling: SamplingParams = SamplingParams(seed=0),
                    concurrency: int = 16) -> list[tuple[np.ndarray, bool]]:
     """generate_all, each utterance's codes decoded -> [(audio (T,), stopped before the guard)]."""
-    return [(decode_codes(tts.codec, codes, phones), ok)
-            for codes, ok, phones in generate_all(tts, jobs, desc, sampling, concurrency)]
+    return [(decode_codes(tts.codec, codes), ok) for codes, ok in generate_all(tts, jobs, desc, sampling, concurrency)]
 
 
 def generate_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None]], desc: str,
                  sampling: SamplingParams = SamplingParams(seed=0),
-                 concurrency: int = 16) -> list[tuple[list[int], bool, list[int]]]:
+                 concurrency: int = 16) -> list[tuple[list[int], bool]]:
     """(text, (1, K, H) prefix, repetition or None for the model's) jobs, run `concurrency` segments at a time
-    through the engine -> [(codes, stopped before the guard, each code's phone label)]. A text is cut into
-    segments as `TTS.stream` cuts it (segment i sampled with seed + i); its segments' codes make one utterance,
-    and its phone labels are each segment's track (SpeechLM.frame_phones) over that segment's codes.
+    through the engine -> [(codes, stopped before the guard)]. A text is cut into segments as `TTS.stream`
+    cuts it (segment i sampled with seed + i); its segments' codes make one utterance.
 
     Reproducible: every request is built (text front end included) before any is submitted, and a batch is
     submitted at once, so the engine admits and batches them the same way in every run (tokens depend on
@@ -95,23 +93,19 @@ def generate_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None
     max_chars = segment_chars(tts.model.text_front_end)
     segments = [(j, i, segment, prefix, rep) for j, (text, prefix, rep) in enumerate(jobs)
                 for i, segment in enumerate(segment_stream([text], max_chars))]
-    parts = [(j, text_request(tts.model, segment, prefix, replace(sampling, seed=sampling.seed + i), rep),
-              tts.model.frame_phones(segment))
+    parts = [(j, text_request(tts.model, segment, prefix, replace(sampling, seed=sampling.seed + i), rep))
              for j, i, segment, prefix, rep in tqdm(segments, desc=f"{desc}: text", unit="segment", leave=False)]
     codes: list[list[int]] = [[] for _ in jobs]
-    phones: list[list[int]] = [[] for _ in jobs]
     stopped = [True] * len(jobs)
     with tqdm(total=len(parts), desc=desc, unit="segment") as bar:
         for start in range(0, len(parts), concurrency):
             batch = parts[start: start + concurrency]
-            streams = [tts.engine.submit(request) for _, request, _ in batch]
-            for (j, _, track), stream in zip(batch, streams):
-                spoken = list(stream)
-                codes[j] += spoken
-                phones[j] += (track + [0] * len(spoken))[: len(spoken)]
+            streams = [tts.engine.submit(request) for _, request in batch]
+            for (j, _), stream in zip(batch, streams):
+                codes[j] += list(stream)
                 stopped[j] = stopped[j] and stream.finished == "stop"
                 bar.update(1)
-    return list(zip(codes, stopped, phones))
+    return list(zip(codes, stopped))
 
 
 def speak_short_register(tts: TTS, items: list[Utterance], voice_of: VoicePicker, asr: Transcriber,

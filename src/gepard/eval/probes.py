@@ -58,7 +58,7 @@ def run_probes(tts: TTS, limit: int = 0, rollouts: int = 4, threads: int = 2,
                 trace: list[tuple[float, float]] = []
                 codes, stopped = generate_codes(tts.model, u.text, prefix, SamplingParams(seed=seed),
                                                 repetition=repetition, trace=trace)
-                audio = decode_codes(tts.codec, codes, tts.model.frame_phones(u.text))
+                audio = decode_codes(tts.codec, codes)
                 wer = utterance_wer(u.reference_text, asr.transcribe(audio))
                 entropy = [e for e, _ in trace]
                 rows.append({"id": u.id, "split": split, "text": u.text, "budget": budget,

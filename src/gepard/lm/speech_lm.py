@@ -44,16 +44,6 @@ class SpeechLM(nn.Module):
         """Text as the user wrote it -> text token ids, through the front end the model was trained with."""
         return encode_text(self.tokenizer, to_units(text, self.text_front_end))
 
-    def frame_phones(self, text: str) -> list[int]:
-        """Text -> the phone label (codec/phones.py) of each audio frame the model speaks for it, which a
-        phone-reading codec decoder listens to; [] for a model that reads no phone track."""
-        if self.text_front_end != "track":
-            return []
-        from gepard.codec.phones import phone_labels
-        from gepard.lm.track import TRACK_FRAMES
-
-        return phone_labels(to_units(text.strip(), "track"), TRACK_FRAMES).tolist()
-
     def null_text(self) -> list[int]:
         """Text token ids of the unconditional branch of text CFG (`null_units`)."""
         return encode_text(self.tokenizer, null_units(self.text_front_end))

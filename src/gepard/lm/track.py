@@ -10,7 +10,6 @@ Training data comes from the same function (scripts/flite_track.py), so inferenc
 
 from __future__ import annotations
 
-import functools
 import subprocess
 import tempfile
 from pathlib import Path
@@ -69,7 +68,6 @@ def padded_track(frames: list[str]) -> str:
     return " ".join(frames + [PAD] * (TRACK_FRAMES - len(frames)))
 
 
-@functools.lru_cache(maxsize=4096)
 def track(text: str) -> str:
     """Text -> its padded phone track in TRACK_VOICE's timing."""
     return padded_track(aligned_flite(TRACK_VOICE, text)[1])
