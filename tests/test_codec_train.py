@@ -71,3 +71,20 @@ def test_a_run_can_start_from_a_saved_codec_with_other_levels(speech_path, tmp_p
     assert model.codebook_size == 27
     weights = saved.state_dict()
     assert all(torch.allclose(v, weights[k], atol=1e-6) for k, v in model.state_dict().items())  # lr ~ 0
+
+
+def test_the_cli_trains_a_new_codec_of_another_size_and_refuses_sizes_with_init(speech_path, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from gepard.cli import app
+
+    one_clip(speech_path, tmp_path)  # m.jsonl
+    monkeypatch.chdir(tmp_path)  # the command caches audio under ./.cache
+    args = ["train", "codec", "--train", "m.jsonl", "--val", "m.jsonl", "--steps", "1", "--batch-size", "2",
+            "--threads", "1", "--frame-dim", "32", "--frame-depth", "1", "--fine-dim", "16", "--fine-depth", "2"]
+    r = CliRunner().invoke(app, [*args, "--run-dir", "run", "--export", "small"])
+    assert r.exit_code == 0, r.output
+    config = Codec.from_pretrained(tmp_path / "small").config
+    assert (config.frame_dim, config.frame_depth, config.fine_dim, config.fine_depth) == (32, 1, 16, 2)
+    r = CliRunner().invoke(app, [*args, "--run-dir", "run2", "--init", "small"])
+    assert r.exit_code == 1 and "--init keeps the architecture" in r.output and "Traceback" not in r.output

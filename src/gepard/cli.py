@@ -528,6 +528,11 @@ def train_codec_cmd(
                                "product); default: the --init codec's, else the shipped grid."),
     init: Path = typer.Option(None, help="Start a new run from this saved codec's weights (e.g. with other "
                               "--levels); its architecture is kept."),
+    frame_dim: int = typer.Option(0, help="Width of the layers at the frame rate, encoder and decoder (a new "
+                                  "codec; 0: the default, 384)."),
+    frame_depth: int = typer.Option(0, help="ConvNeXt blocks at the frame rate, each side (0: the default, 6)."),
+    fine_dim: int = typer.Option(0, help="Width of the layers at the 10 ms STFT rate (0: the default, 256)."),
+    fine_depth: int = typer.Option(0, help="ConvNeXt blocks at the 10 ms STFT rate, each side (0: the default, 4)."),
     export: str = typer.Option("", help="Also save the trained codec here (config.json + model.safetensors)."),
 ):
     """Train the FSQ codec (default data: the shared corpus's real + teacher speech, minus held-out speakers)."""
@@ -536,7 +541,13 @@ def train_codec_cmd(
     from gepard.codec.train import SHARED_TRAINING_DATA, TrainConfig, train_codec
     from gepard.data.manifests import read_manifest, shared_split
 
-    codec = load_codec(init).config if init else CodecConfig(stride=stride)
+    sizes = {k: v for k, v in (("frame_dim", frame_dim), ("frame_depth", frame_depth), ("fine_dim", fine_dim),
+                                ("fine_depth", fine_depth)) if v}
+    if init and sizes:
+        raise ValueError("--init keeps the architecture of the codec it starts from: drop the size options")
+    if any(v < 1 for v in sizes.values()):
+        raise ValueError("the size options must be positive")
+    codec = load_codec(init).config if init else CodecConfig(stride=stride, **sizes)
     if levels:
         codec.levels = parse_levels(levels)
     cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, lr=lr, threads=threads,
