@@ -9,6 +9,8 @@
 # Writes to $OUT: data.log, train.log, and one tar split into 15 MB parts (files coming back are limited to 16 MiB)
 # holding run/ (log.jsonl, train_config.json, data.json) and export/ (the bf16 codec: config.json + model.safetensors).
 # Join here with: cat codec.tar.part-* | tar -x
+# At most 8 files come back, so the export must fit 6 parts (~85 MiB): ~44 M parameters in bf16. The shipped size is
+# 14.9 M (28 MiB); --frame-dim 512 makes 23.4 M, with --frame-depth 8 29.8 M; --frame-dim 768 (47.6 M) is too big.
 set -uo pipefail
 seconds=${1:?seconds}; shift
 out=${OUT:?set OUT to the folder whose files come back}
