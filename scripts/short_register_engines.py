@@ -4,6 +4,7 @@ also the corpus WER of the held-out test sentences of those voices, per seed.
 
 Usage: python scripts/short_register_engines.py OUT.json [--seeds N] [--engines torch,torch-fp32-head,vllm]
                                                   [--temperature T] [--cfg-scale S] [--sentences] [--model DIR]
+                                                  [--codec DIR]
 
 Engines: the embedded torch engine with its int8 output head (the default), with the exact fp32 head, and
 vLLM; --cfg-scale S != 1: two-pass text CFG over the first 20 frames (embedded engine only). Prints each
@@ -29,11 +30,11 @@ ENGINES = {"torch": lambda model: "torch",  # each engine starts when its turn c
 
 
 def run_engine(name: str, engine, model: str | None, seeds: int, temperature: float, sentences: bool,
-               cfg_scale: float = 1.0) -> dict:
+               cfg_scale: float = 1.0, codec: str | None = None) -> dict:
     """{"short": seed -> whether each short-register item failed (no stop before the guard, or utterance WER
     > 50 %), "sentences": seed -> corpus WER % and transcripts of the held-out sentences (if asked)}."""
     out = {"short": {}, "sentences": {}}
-    with TTS.load(model, None, engine=engine) as tts:
+    with TTS.load(model, codec, engine=engine) as tts:
         asr, voice_of = get_transcriber(2), VoicePicker(tts, VOICES)
         short = shared_split("short_register")
         test = [u for u in shared_split("teacher_test") if u.speaker in VOICES]
@@ -61,11 +62,12 @@ def main() -> None:
     args.add_argument("--cfg-scale", type=float, default=1.0)
     args.add_argument("--sentences", action="store_true")
     args.add_argument("--model", default=None, help="Speech LM folder (default: the shipped models/lm).")
+    args.add_argument("--codec", default=None, help="Codec folder (default: the shipped models/codec).")
     a = args.parse_args()
     if a.seeds < 1:
         args.error("--seeds must be at least 1")
     results = {name: run_engine(name, ENGINES[name](a.model), a.model, a.seeds, a.temperature, a.sentences,
-                                a.cfg_scale) for name in a.engines.split(",")}
+                                a.cfg_scale, a.codec) for name in a.engines.split(",")}
     with open(a.out, "w") as f:
         json.dump(results, f)
     for name, r in results.items():

@@ -41,3 +41,13 @@ def test_straight_through_gradient_flows():
     z = torch.randn(3, 3, requires_grad=True)
     fsq(z).sum().backward()
     assert z.grad is not None and z.grad.abs().sum() > 0
+
+
+def test_unrounded_values_round_to_the_quantized_ones():
+    torch.manual_seed(0)
+    fsq = FSQ([8, 8, 8, 4, 4, 4])
+    z = torch.randn(2, 30, 6) * 3
+    soft, hard = fsq.unrounded(z), fsq(z)
+    half = torch.tensor([4, 4, 4, 2, 2, 2])
+    assert torch.equal((soft * half).round() / half, hard)
+    assert (soft - hard).abs().max() <= 0.5 / 2 + 1e-6 and not torch.equal(soft, hard)

@@ -30,15 +30,22 @@ class FSQ(nn.Module):
     def codebook_size(self) -> int:
         return int(torch.prod(self._levels).item())
 
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        """(..., D) unbounded -> (..., D) quantized values, straight-through gradient."""
-        z = z.float()
+    def _bounded(self, z: torch.Tensor) -> torch.Tensor:
+        """(..., D) unbounded -> (..., D) in digit units, centred: channel d lies within levels[d] integers."""
         half_l = (self._levels - 1) * (1 - self.eps) / 2
         offset = torch.where(self._levels % 2 == 0, 0.5, 0.0)
         shift = torch.atanh(offset / half_l)
-        bounded = torch.tanh(z + shift) * half_l - offset
+        return torch.tanh(z.float() + shift) * half_l - offset
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        """(..., D) unbounded -> (..., D) quantized values, straight-through gradient."""
+        bounded = self._bounded(z)
         rounded = bounded + (bounded.round() - bounded).detach()
         return rounded / (self._levels // 2)
+
+    def unrounded(self, z: torch.Tensor) -> torch.Tensor:
+        """(..., D) unbounded -> (..., D) the values `forward` rounds, before rounding (what rounding costs)."""
+        return self._bounded(z) / (self._levels // 2)
 
     def values_to_digits(self, values: torch.Tensor) -> torch.Tensor:
         """(..., D) quantized values -> (..., D) integer digits."""

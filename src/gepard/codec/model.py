@@ -141,9 +141,11 @@ class Codec(nn.Module):
         spf = self.config.samples_per_frame
         return F.pad(audio, (0, (-audio.shape[1]) % spf))
 
-    def quantize(self, audio: torch.Tensor) -> torch.Tensor:
-        """(B, T) -> (B, J, D) quantized values (straight-through for training)."""
-        return self.fsq(self.encoder(self.pad(audio)))
+    def quantize(self, audio: torch.Tensor, rounded: bool = True) -> torch.Tensor:
+        """(B, T) -> (B, J, D) quantized values (straight-through for training); with rounded=False the values
+        before rounding, which no code can carry (to measure what the rounding costs)."""
+        latents = self.encoder(self.pad(audio))
+        return self.fsq(latents) if rounded else self.fsq.unrounded(latents)
 
     @torch.inference_mode()
     def encode(self, audio: torch.Tensor) -> torch.Tensor:

@@ -28,19 +28,20 @@ SETS = {"teacher_test": "teacher test set (24 voices, held-out sentences)",
 TARGETS = {"wer_gap": 3.0, "cosine": 0.85, "decode_x_realtime": 100.0, "frame_ms": 10.0}
 
 
-def resynthesize(codec: Codec, audio: np.ndarray) -> np.ndarray:
-    """(T,) -> (T,) through encode and decode."""
-    codes = codec.encode(torch.from_numpy(audio)[None])
-    return codec.decode(codes)[0, : len(audio)].clamp(-1, 1).numpy()
+@torch.inference_mode()
+def resynthesize(codec: Codec, audio: np.ndarray, rounded: bool = True) -> np.ndarray:
+    """(T,) -> (T,) through encoder, FSQ (or, rounded=False, its values before rounding) and decoder."""
+    values = codec.quantize(torch.from_numpy(audio)[None], rounded)
+    return codec.decoder(values).float()[0, : len(audio)].clamp(-1, 1).numpy()
 
 
-def evaluate_set(codec: Codec, utterances: list[Utterance], threads: int) -> dict:
-    """WER (orig/resynth), speaker cosine and DNSMOS over one set of utterances."""
+def evaluate_set(codec: Codec, utterances: list[Utterance], threads: int, rounded: bool = True) -> dict:
+    """WER (orig/resynth), speaker cosine and DNSMOS over one set of utterances (`rounded`: see resynthesize)."""
     asr, speakers = get_transcriber(threads), get_speaker_encoder()
     rows = []
     for u in tqdm(utterances, desc="utterances", unit="utt"):
         original = load_audio(u.audio)
-        resynth = resynthesize(codec, original)
+        resynth = resynthesize(codec, original, rounded)
         rows.append({
             "id": u.id, "reference": u.reference_text,
             "asr_original": asr.transcribe(original), "asr_resynth": asr.transcribe(resynth),

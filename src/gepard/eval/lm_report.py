@@ -51,6 +51,11 @@ def pick_reference(u: Utterance, by: dict[str, list[Utterance]], speaker: str | 
     return others[zlib.crc32(u.id.encode()) % len(others)]
 
 
+def assigned_voice(u: Utterance, voices: list[str] | None) -> str:
+    """The voice `u` is spoken in: its own, or (with `voices`, if it is not one of them) one chosen by its id."""
+    return voices[zlib.crc32(u.id.encode()) % len(voices)] if voices and u.speaker not in voices else u.speaker
+
+
 class VoicePicker:
     """Utterance -> ((1, K, H) prefix, (T,) reference audio) of a different utterance of its voice from the
     teacher test set; with `voices`, an utterance in any other voice gets one of these (chosen by its id)."""
@@ -61,9 +66,7 @@ class VoicePicker:
         self.cache: dict[str, tuple[torch.Tensor, np.ndarray]] = {}
 
     def speaker(self, u: Utterance) -> str:
-        """The voice `u` is spoken in: its own, or (with `voices`, if it is not one of them) one chosen by its id."""
-        voices = self.voices
-        return voices[zlib.crc32(u.id.encode()) % len(voices)] if voices and u.speaker not in voices else u.speaker
+        return assigned_voice(u, self.voices)
 
     def __call__(self, u: Utterance) -> tuple[torch.Tensor, np.ndarray]:
         ref = pick_reference(u, self.by, self.speaker(u))
