@@ -73,7 +73,7 @@ def test_a_run_can_start_from_a_saved_codec_with_other_levels(speech_path, tmp_p
     assert all(torch.allclose(v, weights[k], atol=1e-6) for k, v in model.state_dict().items())  # lr ~ 0
 
 
-def test_the_cli_trains_a_new_codec_of_another_size_and_refuses_sizes_with_init(speech_path, tmp_path, monkeypatch):
+def test_the_cli_trains_a_new_codec_of_another_size_and_refuses_sizes_or_channels_with_init(speech_path, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from gepard.cli import app
@@ -88,3 +88,5 @@ def test_the_cli_trains_a_new_codec_of_another_size_and_refuses_sizes_with_init(
     assert (config.frame_dim, config.frame_depth, config.fine_dim, config.fine_depth) == (32, 1, 16, 2)
     r = CliRunner().invoke(app, [*args, "--run-dir", "run2", "--init", "small"])
     assert r.exit_code == 1 and "--init keeps the architecture" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(app, [*args[:-8], "--run-dir", "run3", "--init", "small", "--levels", "4,4,4,4,4,4,4,4"])
+    assert r.exit_code == 1 and "--init keeps the 6 latent channels" in r.output and "Traceback" not in r.output

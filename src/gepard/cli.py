@@ -549,6 +549,9 @@ def train_codec_cmd(
         raise ValueError("the size options must be positive")
     codec = load_codec(init).config if init else CodecConfig(stride=stride, **sizes)
     if levels:
+        if init and len(parse_levels(levels)) != len(codec.levels):
+            raise ValueError(f"--init keeps the {len(codec.levels)} latent channels of the codec it starts from: "
+                             f"--levels must name {len(codec.levels)} levels")
         codec.levels = parse_levels(levels)
     cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, lr=lr, threads=threads,
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
