@@ -45,8 +45,9 @@ def main() -> None:
     better = sum(o < b for b, o in zip(base, other))
     worse = sum(o > b for b, o in zip(base, other))
     p = binomtest(better, better + worse).pvalue if better + worse else 1.0
+    same = len(base) - better - worse
     paired = (f"Short-register items, paired over {len(runs[0]['short'])} seeds: {better} fail less often under "
-              f"{names[1]}, {worse} more often, {len(base) - better - worse} as often (two-sided sign test p = {p:.3f}).")
+              f"{names[1]}, {worse} more often, {same} as often (two-sided sign test p = {p:.3f}).")
     command = "python " + " ".join(shlex.quote(x) for x in sys.argv)
     a.out.write_text("\n".join([f"# {names[1]} against {names[0]} ({a.engine} engine)", "", f"Command: `{command}`",
                                 "", f"Machine: {describe_machine()}. Date: {datetime.date.today().isoformat()}.", "",

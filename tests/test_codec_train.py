@@ -73,7 +73,7 @@ def test_a_run_can_start_from_a_saved_codec_with_other_levels(speech_path, tmp_p
     assert all(torch.allclose(v, weights[k], atol=1e-6) for k, v in model.state_dict().items())  # lr ~ 0
 
 
-def test_the_cli_trains_a_new_codec_of_another_size_and_refuses_sizes_or_channels_with_init(speech_path, tmp_path, monkeypatch):
+def test_the_cli_sizes_a_new_codec_and_refuses_sizes_or_channels_with_init(speech_path, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from gepard.cli import app
