@@ -524,6 +524,8 @@ def train_codec_cmd(
     listener: Path = typer.Option(None, help="A phone listener (`gepard train listener`) whose beliefs about "
                                   "the resynthesis must match its beliefs about the original."),
     listener_weight: float = typer.Option(1.0, help="Weight of the listener's divergence (with --listener)."),
+    whisper_weight: float = typer.Option(0.0, help="Weight of the Whisper ear: Whisper tiny.en's encoder must hear "
+                                         "the resynthesis as it hears the original, layer by layer (0: off)."),
     levels: str = typer.Option("", help="FSQ levels per latent channel, e.g. 4,4,4,4,4,4 (codebook = their "
                                "product); default: the --init codec's, else the shipped grid."),
     init: Path = typer.Option(None, help="Start a new run from this saved codec's weights (e.g. with other "
@@ -557,7 +559,7 @@ def train_codec_cmd(
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
                       phase_weight=phase_weight, freeze_encoder=freeze_encoder,
                       semantic_weight=semantic_weight, phone_weight=phone_weight, init=str(init or ""), codec=codec,
-                      listener=str(listener or ""), listener_weight=listener_weight,
+                      listener=str(listener or ""), listener_weight=listener_weight, whisper_weight=whisper_weight,
                       train_data=str(train) if train else SHARED_TRAINING_DATA)
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))

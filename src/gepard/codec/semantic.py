@@ -23,26 +23,25 @@ WHISPER_HOP = 320  # samples per encoder frame at 16 kHz (50 frames/s)
 
 
 class WhisperEncoder:
-    """The encoder of the evaluation's Whisper tiny.en (eval/asr.py: CTranslate2, int8, CPU)."""
+    """The encoder of the evaluation's Whisper tiny.en, per utterance (whisper_ear.py's PyTorch copy of it)."""
 
     def __init__(self, threads: int = 2):
-        import ctranslate2
+        from gepard.codec.whisper_ear import WhisperEar
 
-        from gepard.eval.asr import get_transcriber
+        torch.set_num_threads(threads)
+        self.ear = WhisperEar.load()
+        self.dim = self.ear.norm.normalized_shape[0]
 
-        whisper = get_transcriber(threads).model  # the evaluation's Whisper, loaded once
-        self._ct2, self.model, self.mel = ctranslate2, whisper.model, whisper.feature_extractor
-        self.dim = 384
-
+    @torch.no_grad()
     def __call__(self, audio: np.ndarray, frame_samples: int) -> np.ndarray:
         """(T,) float32 at 16 kHz -> (ceil(T / frame_samples), 384) float16 features, one per codec frame."""
         per_frame = frame_samples // WHISPER_HOP  # teacher frames averaged into one codec frame
         frames = -(-len(audio) // frame_samples)
         out = []
         for start in range(0, len(audio), 30 * 16000):  # Whisper's encoder covers at most 30 s
-            mel = self.mel(audio[start: start + 30 * 16000])[None, :, :3000].astype(np.float32)
+            mel = self.ear.log_mel(torch.from_numpy(np.ascontiguousarray(audio[start: start + 30 * 16000]))[None])
             mel = mel[:, :, : mel.shape[2] - mel.shape[2] % 2]  # the encoder halves the mel frame rate
-            out.append(np.array(self.model.encode(self._ct2.StorageView.from_array(np.ascontiguousarray(mel))))[0])
+            out.append(self.ear.states(mel)[-1][0].numpy())
         hidden = np.concatenate(out)
         hidden = np.pad(hidden, ((0, max(0, frames * per_frame - len(hidden))), (0, 0)), mode="edge")
         return hidden[: frames * per_frame].reshape(frames, per_frame, -1).mean(1).astype(np.float16)

@@ -19,6 +19,7 @@ from gepard.codec.losses import SpectralLoss
 from gepard.codec.model import Codec, CodecConfig
 from gepard.codec.phones import PhoneHead, build_phone_cache, load_phones
 from gepard.codec.semantic import SemanticHead, build_feature_cache, load_features
+from gepard.codec.whisper_ear import WhisperEar
 from gepard.data.manifests import Utterance
 from gepard.precision import autocast, precision_name
 
@@ -48,6 +49,7 @@ class TrainConfig:
     phone_weight: float = 0.0  # the codes name their frame's phone (phones.py; phone-track data; 0: off)
     listener: str = ""  # a phone listener (listener.py): its beliefs on the resynthesis match the original's
     listener_weight: float = 1.0  # (with a listener)
+    whisper_weight: float = 0.0  # Whisper tiny.en's encoder hears the resynthesis as the original (whisper_ear.py)
     init: str = ""  # a saved codec to start from (its FSQ levels may differ from cfg.codec's)
     train_data: str = SHARED_TRAINING_DATA  # what the training speech is, for reports
     threads: int = 2
@@ -86,6 +88,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     opt_h = torch.optim.AdamW(heads.parameters(), lr=cfg.lr, betas=(0.8, 0.99), weight_decay=cfg.weight_decay) \
         if weights else None
     ear = PhoneListener.load(cfg.listener).to(device) if cfg.listener else None
+    whisper = WhisperEar.load().to(device) if cfg.whisper_weight > 0 else None
     step, elapsed, fitted = 0, 0.0, False
     if ckpt:
         model.load_state_dict(ckpt["model"])
@@ -139,6 +142,11 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
                 heard = ear.divergence(recon, audio)
             loss = loss + cfg.listener_weight * heard
             parts["listener"] = heard.item()
+        if whisper:
+            with autocast(device.type):
+                heard = whisper.divergence(recon, audio)
+            loss = loss + cfg.whisper_weight * heard
+            parts["whisper"] = heard.item()
         if 0 <= cfg.adversarial_from <= step:
             real, fake = audio[: cfg.adversarial_batch], recon[: cfg.adversarial_batch]
             parts["disc"] = train_discriminator(disc, opt_d, real, fake.detach(), device)
@@ -157,9 +165,10 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
         record = {"step": step, "loss": loss.item(), **parts, "grad_norm": grad_norm, "lr": lr_at(step, cfg),
                   "elapsed_s": time.time() - t0, "precision": precision_name(device.type)}
         if step % cfg.val_every == 0 or step == cfg.stop_at:
-            record["val_loss"], val_parts = evaluate(model, heads, ear, loss_fn, val_audio, val_targets, device)
+            record["val_loss"], val_parts = evaluate(model, heads, (ear, whisper), loss_fn, val_audio, val_targets,
+                                                     device)
             record.update({f"val_{k}": v for k, v in val_parts.items()
-                           if k in ("mel", *HEADS, "phone_accuracy", "listener")})
+                           if k in ("mel", *HEADS, "phone_accuracy", "listener", "whisper")})
         log.write(json.dumps(record) + "\n")
         log.flush()
         bar.update(1)
@@ -181,10 +190,10 @@ def train_discriminator(disc, opt_d, real: torch.Tensor, fake: torch.Tensor, dev
 
 
 @torch.no_grad()
-def evaluate(model: Codec, heads: nn.ModuleDict, ear: PhoneListener | None, loss_fn: SpectralLoss,
-             audio: torch.Tensor, targets: dict[str, torch.Tensor], device: torch.device):
-    """Spectral loss, each frame head's loss (+ the phone head's accuracy) and the listener's divergence on a
-    fixed validation batch."""
+def evaluate(model: Codec, heads: nn.ModuleDict, ears: tuple[PhoneListener | None, WhisperEar | None],
+             loss_fn: SpectralLoss, audio: torch.Tensor, targets: dict[str, torch.Tensor], device: torch.device):
+    """Spectral loss, each frame head's loss (+ the phone head's accuracy) and each ear's divergence (the phone
+    listener's, Whisper's) on a fixed validation batch."""
     model.eval()
     with autocast(device.type):
         values = model.quantize(audio)
@@ -196,8 +205,9 @@ def evaluate(model: Codec, heads: nn.ModuleDict, ear: PhoneListener | None, loss
             parts[name] = head.loss(values, targets[name]).item()
             if name == "phones":
                 parts["phone_accuracy"] = head.accuracy(values, targets[name])
-        if ear:
-            parts["listener"] = ear.divergence(recon, audio).item()
+        for name, ear in zip(("listener", "whisper"), ears):
+            if ear:
+                parts[name] = ear.divergence(recon, audio).item()
     return loss.item(), parts
 
 

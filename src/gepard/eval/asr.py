@@ -93,6 +93,32 @@ class Transcriber:
         return " ".join(s.text.strip() for s in segments).strip()
 
 
+class SphinxTranscriber:
+    """A second, independent recognizer: CMU PocketSphinx with its bundled US English models (an HMM recognizer,
+    nothing in common with Whisper). Its WER is far higher than Whisper's, so it is for comparisons only: a model
+    trained against Whisper's own encoder (codec/whisper_ear.py) must also read clearer to this ear. Each clip gets
+    a fresh decoder (0.3 s): PocketSphinx adapts its noise and cepstral estimates from clip to clip, so a reused
+    one hears a clip differently after other clips."""
+
+    def transcribe(self, audio: np.ndarray) -> str:
+        """(T,) float32 at 16 kHz -> transcript."""
+        from pocketsphinx import Decoder
+
+        pcm = (np.clip(np.asarray(audio, dtype=np.float32), -1, 1) * 32767).astype(np.int16)
+        decoder = Decoder(samprate=SAMPLE_RATE, logfn="/dev/null")
+        decoder.start_utt()
+        decoder.process_raw(pcm.tobytes(), full_utt=True)
+        decoder.end_utt()
+        hypothesis = decoder.hyp()
+        return hypothesis.hypstr if hypothesis else ""
+
+
+@functools.lru_cache(maxsize=None)
+def get_sphinx() -> SphinxTranscriber:
+    """The shared SphinxTranscriber, loaded on the first call."""
+    return SphinxTranscriber()
+
+
 @functools.lru_cache(maxsize=None)
 def get_transcriber(threads: int = 1) -> Transcriber:
     """The shared Transcriber for `threads` CPU threads; the model loads on the first call only."""
