@@ -1,15 +1,15 @@
 """Which codec decoder makes the speech LM clearer? The same codes through each decoder, paired.
 
 Usage: python scripts/decoder_wer.py OUT.md CODEC [CODEC ...] [--model DIR] [--voices V1,V2] [--seeds N] [--short]
-       [--limit N]
+       [--limit N] [--asr whisper|sphinx]
 
 The codecs must share the encoder the LM learned (same fingerprint: a decoder-only fine-tune, `gepard train
 codec --freeze-encoder`), so one set of codes means the same to all of them. On the teacher test sentences
 of `--voices`, the LM's codes (N seeds) and the original clips' codes are decoded by every codec and
-transcribed by Whisper tiny.en: a paired comparison, where only the decoder differs. With --short, the shared
-short-register list too, each item in the flite voice `gepard eval lm --voices` gives it (flite's own clip as in
-scripts/short_register_floor.py): the share of items that fail (no stop before the frame guard, or utterance WER
-over 50 %, as in `gepard eval lm`).
+transcribed by Whisper tiny.en (--asr sphinx: by PocketSphinx): a paired comparison, where only the decoder
+differs. With --short, the shared short-register list too, each item in the flite voice `gepard eval lm
+--voices` gives it (flite's own clip as in scripts/short_register_floor.py): the share of items that fail (no stop
+before the frame guard, or utterance WER over 50 %, as in `gepard eval lm`).
 """
 
 import argparse
@@ -25,24 +25,27 @@ from gepard.audio import load_audio
 from gepard.codec.files import decode_codes, load_codec
 from gepard.data.manifests import shared_split
 from gepard.engine.base import SamplingParams
-from gepard.eval.asr import get_transcriber, utterance_wer, wer
+from gepard.eval.asr import get_sphinx, get_transcriber, utterance_wer, wer
 from gepard.eval.lm_report import FAIL_WER, VoicePicker, generate_all
 from gepard.eval.machine import describe_machine
 from gepard.lm.frontend import segment_chars
 from short_register_floor import flite_clip
 
 FLITE_VOICES = "flite_awb,flite_kal16,flite_rms,flite_slt"
+RECOGNIZERS = {"whisper": lambda: get_transcriber(2), "sphinx": get_sphinx}
+ASR_NAMES = {"whisper": "Whisper tiny.en", "sphinx": "PocketSphinx"}
 
 
 def scored(refs: list[str], hypotheses: list[str]) -> str:
-    """Corpus WER (%) and, in brackets, how many utterances Whisper got more than FAIL_WER wrong: a count that one
-    looping transcript (insertions past 100 %) cannot move by more than one."""
+    """Corpus WER (%) and, in brackets, how many utterances the recognizer got more than FAIL_WER wrong: a count
+    that one looping transcript (insertions past 100 %) cannot move by more than one."""
     failed = sum(utterance_wer(r, h) > FAIL_WER for r, h in zip(refs, hypotheses))
     return f"{100 * wer(refs, hypotheses):.1f} ({failed})"
 
 
 def failing(refs: list[str], hypotheses: list[str], stopped: list[bool]) -> float:
-    """Share (%) of items that did not stop before the frame guard or that Whisper got more than FAIL_WER wrong."""
+    """Share (%) of items that did not stop before the frame guard or that the recognizer got more than FAIL_WER
+    wrong."""
     failed = [(not s) or utterance_wer(r, h) > FAIL_WER for r, h, s in zip(refs, hypotheses, stopped)]
     return 100 * sum(failed) / len(failed)
 
@@ -56,6 +59,8 @@ def main() -> None:
     args.add_argument("--seeds", type=int, default=2)
     args.add_argument("--short", action="store_true", help="also the shared short-register list")
     args.add_argument("--limit", type=int, default=0, help="only the first N items of each list (a quick check)")
+    args.add_argument("--asr", choices=list(RECOGNIZERS), default="whisper",
+                      help="who listens: Whisper tiny.en, or PocketSphinx (a second ear that shares nothing with it)")
     a = args.parse_args()
     torch.set_num_threads(2)
     voices = a.voices.split(",")
@@ -75,7 +80,7 @@ def main() -> None:
         short_clips = [flite_clip(voice_of.speaker(u), u.text, max_chars) for u in short]
     originals = [load_audio(u.audio) for u in test]
     clip_codes = [codecs[0].encode(torch.from_numpy(x)[None])[0].tolist() for x in originals]
-    asr = get_transcriber(2)
+    asr = RECOGNIZERS[a.asr]()
     refs = [u.text for u in test]
     short_refs = [u.reference_text for u in short]
     short_clip_codes = [codecs[0].encode(torch.from_numpy(x)[None])[0].tolist() for x in short_clips]
@@ -102,7 +107,8 @@ def main() -> None:
     lines = ["# The same codes through each decoder", "",
              f"Command: `python {' '.join(shlex.quote(x) for x in sys.argv)}`", "",
              f"Machine: {describe_machine()}. Date: {datetime.date.today().isoformat()}.", "",
-             (f"{len(test)} held-out sentences of the teacher test set ({', '.join(voices)}); WER by Whisper tiny.en. "
+             (f"{len(test)} held-out sentences of the teacher test set ({', '.join(voices)}); "
+              f"WER by {ASR_NAMES[a.asr]}. "
              f"LM: {a.model or 'models/lm'}, seeds 0–{a.seeds - 1} (default sampling), its codes generated once and "
              "decoded by every codec; resynthesis: the original clips encoded once and decoded by every codec."
               + (f" Short replies: the {len(short)} items of the shared short-register list, each in the flite voice "
