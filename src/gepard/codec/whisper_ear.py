@@ -7,7 +7,7 @@ two convolutions, sinusoidal positions, four pre-norm transformer blocks. `diver
 the resynthesis to sound, layer by layer, like the original to this encoder.
 
 Because it is the evaluation's own encoder, a codec trained against it must also be judged by an ear it did not
-train against (the phone listener's phones heard), or its WER gains may be Whisper's alone.
+train against (PocketSphinx: eval/asr.py's SphinxTranscriber), or its WER gains may be Whisper's alone.
 """
 
 from __future__ import annotations
