@@ -88,7 +88,8 @@ class WhisperEar(nn.Module):
         super().__init__()
         from faster_whisper.feature_extractor import FeatureExtractor
 
-        dim, heads = weights["conv1/weight"].shape[0], int(weights.get("num_heads", torch.tensor(6)).item())
+        dim = weights["conv1/weight"].shape[0]
+        heads = dim // 64  # every Whisper size has 64-wide heads (read_ct2 reads float variables only)
         depth = len({k.split("/")[0] for k in weights if re.match(r"layer_\d+/", k)})
         self.register_buffer("filters", torch.from_numpy(FeatureExtractor(feature_size=N_MELS).mel_filters).float(),
                              persistent=False)
