@@ -45,14 +45,21 @@ def test_leaving_a_stream_early_cancels_its_generation(tts):
     assert tts.engine.active == 0 and tts.engine.slots_in_use() == 0
 
 
-def test_streamed_pcm_equals_decoding_the_same_codes_offline(tts):
+@pytest.mark.parametrize("rendering", ["mean", "codes"])
+def test_streamed_pcm_equals_rendering_the_same_frames_offline(tts, rendering):
     import torch
 
     from gepard.engine.base import SamplingParams
     from gepard.lm.generate import text_request
 
+    tts.rendering = rendering
     text = "hello there, see you at nine"  # one segment
     streamed = np.concatenate(list(tts.stream(text, seed=3)))
-    codes = list(tts.engine.submit(text_request(tts.model, text, tts.voice(None), SamplingParams(seed=3))))
-    offline = tts.codec.decode(torch.tensor([codes]))[0].clamp(-1, 1).numpy()
-    assert len(codes) > 3 and np.allclose(streamed, offline, atol=1e-5)
+    frames = list(tts.engine.submit(text_request(tts.model, text, tts.voice(None), SamplingParams(seed=3))).frames())
+    offline = tts.render(frames).clip(-1, 1)
+    assert len(frames) > 3 and np.allclose(streamed[: len(offline)], offline, atol=1e-5)
+    if rendering == "codes":
+        codes = torch.tensor([[code for code, _ in frames]])
+        assert np.allclose(offline, tts.codec.decode(codes)[0].numpy().clip(-1, 1), atol=1e-5)
+    else:  # the LM was not certain of every frame: the mean is not the sampled codes' rendering
+        assert not np.allclose(offline, tts.render([(code, None) for code, _ in frames]).clip(-1, 1), atol=1e-3)

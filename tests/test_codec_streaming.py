@@ -132,7 +132,7 @@ def test_codec_batcher_serves_concurrent_streams_exactly(tiny_codec):
 
     def speak(i):
         decoder = tiny_codec.stream()
-        results[i] = np.concatenate([batcher.push(decoder, [int(c)]) for c in codes[i]])
+        results[i] = np.concatenate([batcher.push(decoder, tiny_codec.fsq.index_to_values(c[None])) for c in codes[i]])
 
     threads = [threading.Thread(target=speak, args=(i,)) for i in range(6)]
     for t in threads:
@@ -159,3 +159,12 @@ def test_bf16_decoder_stays_close_to_fp32_in_any_chunking(tiny_codec_dir, speech
         streamed = stream_decode(fast, codes, sizes)
         assert streamed.dtype == torch.float32 and streamed.shape == reference.shape
         assert (streamed - reference).norm() / reference.norm() < 0.02
+
+
+def test_values_stream_exactly_as_the_codes_they_name(tiny_codec):
+    codes = torch.randint(0, tiny_codec.codebook_size, (1, 9), generator=torch.Generator().manual_seed(5))
+    by_codes, by_values = tiny_codec.stream(), tiny_codec.stream()
+    values = tiny_codec.fsq.index_to_values(codes)  # (1, 9, D)
+    for i in range(0, 9, 3):
+        assert torch.equal(by_codes.push(codes[:, i: i + 3]), by_values.push(values[:, i: i + 3]))
+    assert torch.equal(by_codes.flush(), by_values.flush())

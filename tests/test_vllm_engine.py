@@ -2,6 +2,7 @@
 
 import random
 import time
+from dataclasses import replace
 
 import pytest
 import torch
@@ -73,6 +74,20 @@ def test_greedy_tokens_equal_the_torch_engine(engines):
         total += max(len(ours), len(theirs))
         agree += sum(a == b for a, b in zip(ours, theirs))
     assert total > 0 and agree / total >= 0.99, f"{agree}/{total} tokens agree"
+
+
+def test_each_code_comes_with_the_likeliest_codes_the_torch_engine_reports(engines):
+    model, vllm, torch_engine = engines
+    req = prompts(model, 1)[0]
+    ours, theirs = list(torch_engine.submit(req).frames()), list(vllm.submit(req).frames())
+    assert len(ours) > 5 and len(theirs) > 5
+    sampled = replace(req, sampling=SamplingParams(temperature=0.5, seed=1))  # its first step: the same belief
+    ours.append(next(torch_engine.submit(sampled).frames()))
+    theirs.append(next(vllm.submit(sampled).frames()))
+    for (_, (ids, logprobs)), (_, (vllm_ids, vllm_logprobs)) in zip(ours[:5] + ours[-1:], theirs[:5] + theirs[-1:]):
+        assert ids[:5] == vllm_ids[:5]
+        shift = torch.tensor(logprobs[:5]) - torch.tensor(vllm_logprobs[:5])  # vLLM's logits are not normalized
+        assert shift.max() - shift.min() < 1e-3
 
 
 def test_deltas_stream_before_the_end_and_abort_stops_generation(engines):

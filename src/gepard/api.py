@@ -10,8 +10,9 @@ import numpy as np
 import torch
 
 from gepard.codec.files import load_codec
-from gepard.codec.model import Codec
-from gepard.engine.base import DEFAULT_TEMPERATURE, SamplingParams
+from gepard.codec.model import Codec, StreamingDecoder
+from gepard.codec.render import DEFAULT_RENDERING, check_rendering, frame_values
+from gepard.engine.base import DEFAULT_TEMPERATURE, SamplingParams, Top
 from gepard.engine.process import EngineProcess
 from gepard.lm.frontend import segment_chars
 from gepard.lm.generate import text_request
@@ -31,10 +32,12 @@ class TTS:
     """Text -> 16 kHz mono speech; many streams may run at once (one engine, continuous batching)."""
 
     def __init__(self, model: SpeechLM, codec: Codec, model_dir: Path, slots: int = 16,
-                 engine: str | EngineProcess = "torch"):
-        """engine: "torch", "vllm", or a torch EngineProcess already started for `model_dir`."""
+                 engine: str | EngineProcess = "torch", rendering: str = DEFAULT_RENDERING):
+        """engine: "torch", "vllm", or a torch EngineProcess already started for `model_dir`; rendering: what the
+        decoder is given for each frame, "mean" or "codes" (gepard/codec/render.py)."""
         check_codec(model, codec, model_dir)
         self.model, self.codec, self.model_dir = model, codec, model_dir
+        self.rendering = check_rendering(rendering)
         if isinstance(engine, EngineProcess):
             self.engine, self.engine_name = engine, "torch"
             engine.wait_ready()
@@ -59,14 +62,14 @@ class TTS:
 
     @classmethod
     def load(cls, model_dir: str | Path | None = None, codec_dir: str | Path | None = None, slots: int = 16,
-             engine: str | EngineProcess = "torch") -> "TTS":
+             engine: str | EngineProcess = "torch", rendering: str = DEFAULT_RENDERING) -> "TTS":
         """The shipped model (or `model_dir`) on the embedded torch engine, or on vLLM with engine="vllm"
         (or on an EngineProcess the caller started early for `model_dir`)."""
         model_dir = lm_dir(model_dir)
         if engine == "torch":  # its process loads the model while this one does
             engine = start_engine(engine, None, model_dir, slots)
         try:
-            return cls(SpeechLM.from_pretrained(model_dir), load_codec(codec_dir), model_dir, slots, engine)
+            return cls(SpeechLM.from_pretrained(model_dir), load_codec(codec_dir), model_dir, slots, engine, rendering)
         except BaseException:
             if isinstance(engine, EngineProcess):
                 engine.shutdown()
@@ -88,12 +91,23 @@ class TTS:
         deltas = limited([text] if isinstance(text, str) else text)
         for i, segment in enumerate(segment_stream(deltas, segment_chars(self.model.text_front_end))):
             sampling = SamplingParams(temperature=temperature, seed=seed + i)
-            codes = self.engine.submit(text_request(self.model, normalize_for_speech(segment), prefix, sampling))
+            frames = self.engine.submit(text_request(self.model, normalize_for_speech(segment), prefix, sampling))
             try:
-                yield from pcm_chunks(functools.partial(self.codec_batcher.push, decoder), codes)
+                yield from pcm_chunks(functools.partial(self.push, decoder), frames.frames())
             finally:
-                codes.close()  # a consumer that stops early cancels the generation
+                frames.close()  # a consumer that stops early cancels the generation
         yield finish(decoder)
+
+    def push(self, decoder: StreamingDecoder, frames: list[tuple[int, Top | None]]) -> np.ndarray:
+        """One stream's [(code, top)] -> (m,) samples final now, decoded with the other streams' pushes."""
+        return self.codec_batcher.push(decoder, frame_values(self.codec.fsq, frames, self.rendering))
+
+    @torch.inference_mode()
+    def render(self, frames: list[tuple[int, Top | None]]) -> np.ndarray:
+        """A whole utterance's [(code, top)] -> (T,) float32 audio, offline: what `stream` plays for them."""
+        if not frames:
+            return np.zeros(0, np.float32)
+        return self.codec.decoder(frame_values(self.codec.fsq, frames, self.rendering)[None]).float()[0].numpy()
 
     def say(self, text: str, voice: str | None = None, seed: int = 0,
             temperature: float = DEFAULT_TEMPERATURE) -> np.ndarray:

@@ -27,6 +27,8 @@ app.add_typer(voice_app, name="voice")
 CODEC_OPTION = typer.Option(None, "--codec", help="Codec folder (default: the shipped models/codec).")
 MODEL_OPTION = typer.Option(None, "--model", help="Speech LM folder (default: the shipped models/lm).")
 ENGINE_OPTION = typer.Option("torch", "--engine", help="torch (embedded, default) or vllm (needs gepard[vllm]).")
+RENDER_OPTION = typer.Option("mean", "--render", help="What the decoder renders of each frame: mean (the LM's "
+                             "expected values, default) or codes (the sampled codes).")
 
 
 def invocation(ctx: typer.Context) -> str:
@@ -94,6 +96,7 @@ def say(
     model: Path = MODEL_OPTION,
     codec: Path = CODEC_OPTION,
     engine: str = ENGINE_OPTION,
+    render: str = RENDER_OPTION,
 ):
     """Speak TEXT into an audio file (or standard output)."""
     import codecs
@@ -111,7 +114,7 @@ def say(
         decoder = codecs.getincrementaldecoder("utf-8")()
         stdin_deltas = iter(lambda: decoder.decode(os.read(0, 4096)), "")
         text = stdin_deltas if stream else "".join(stdin_deltas)
-    with TTS.load(model, codec, engine=engine) as tts:
+    with TTS.load(model, codec, engine=engine, rendering=render) as tts:
         start, first, samples = time.perf_counter(), None, 0
         with AudioSink(out, tts.sample_rate, write_as_generated=stream) as sink:
             for chunk in tts.stream(text, voice=voice, seed=seed):
@@ -135,6 +138,7 @@ def serve(
     max_queue: int = typer.Option(32, help="Requests that may wait; beyond that, 429."),
     max_text_chars: int = typer.Option(4096, help="Longest input (413 beyond)."),
     engine: str = ENGINE_OPTION,
+    render: str = RENDER_OPTION,
 ):
     """OpenAI-compatible speech server with a WebSocket for streaming text, voices, metrics and a web page."""
     engine = early_engine(engine, model, slots=max_streams)
@@ -148,7 +152,7 @@ def serve(
 
     torch.set_num_threads(half_the_cores())  # the codec's and the server's; the engine process has the other half
     limits = Limits(max_streams, max_queue, max_text_chars)
-    with TTS.load(model, codec, slots=max_streams, engine=engine) as tts:
+    with TTS.load(model, codec, slots=max_streams, engine=engine, rendering=render) as tts:
         # SIGTERM/Ctrl-C: HTTP streams get limits.shutdown_grace_s to finish, WebSocket sessions are closed
         uvicorn.run(create_app(tts, data_dir, limits), host=host, port=port, log_level="info",
                     **uvicorn_settings(limits))
@@ -370,13 +374,14 @@ def eval_lm_cmd(
                                "on a few voices is measured on its own."),
     temperature: float = typer.Option(DEFAULT_TEMPERATURE, help="Sampling temperature (0 = greedy)."),
     top_p: float = typer.Option(DEFAULT_TOP_P, help="Nucleus sampling mass (1 = off)."),
+    render: str = RENDER_OPTION,
 ):
     """WER, speaker similarity, short-register failure and runaway rates of the speech LM."""
     from gepard.api import TTS
     from gepard.engine.base import SamplingParams
     from gepard.eval.lm_report import evaluate_lm, write_report
 
-    with TTS.load(model, codec, engine=engine) as tts:
+    with TTS.load(model, codec, engine=engine, rendering=render) as tts:
         results = evaluate_lm(tts, limit=limit, threads=threads,
                               sampling=SamplingParams(temperature=temperature, top_p=top_p),
                               voices=[v for v in voices.split(",") if v] or None)

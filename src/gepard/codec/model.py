@@ -197,24 +197,28 @@ class StreamingDecoder:
         self.codec = codec
         self.state = codec.decoder.initial_state(batch, next(codec.parameters()).device)
 
+    def values(self, frames: torch.Tensor) -> torch.Tensor:
+        """(B, n) integer codes or (B, n, D) FSQ values (gepard/codec/render.py) -> (B, n, D) decoder input."""
+        return frames if frames.is_floating_point() else self.codec.fsq.index_to_values(frames)
+
     @torch.inference_mode()
-    def push(self, codes: torch.Tensor) -> torch.Tensor:
-        """(B, n) codes -> (B, m) samples final so far (m = 0 .. n * samples_per_frame)."""
-        values = self.codec.fsq.index_to_values(codes)
-        audio, self.state = self.codec.decoder.step(values, self.state)
+    def push(self, frames: torch.Tensor) -> torch.Tensor:
+        """(B, n) codes or (B, n, D) values -> (B, m) samples final so far (m = 0 .. n * samples_per_frame)."""
+        audio, self.state = self.codec.decoder.step(self.values(frames), self.state)
         return audio.float()
 
     @staticmethod
     @torch.inference_mode()
-    def push_many(decoders: list["StreamingDecoder"], codes: torch.Tensor) -> torch.Tensor:
-        """One push for several single-stream decoders at once: (B, n) codes, row i for decoders[i] -> (B, m).
+    def push_many(decoders: list["StreamingDecoder"], frames: torch.Tensor) -> torch.Tensor:
+        """One push for several single-stream decoders at once: (B, n) codes or (B, n, D) values, row i for
+        decoders[i] -> (B, m).
 
         The decoders must be at the same point of their pre-roll (equal `state["skip"]`); each keeps its state.
         """
         if len({d.state["skip"] for d in decoders}) > 1:
             raise ValueError("decoders at different pre-roll points cannot push together")
         codec = decoders[0].codec
-        audio, state = codec.decoder.step(codec.fsq.index_to_values(codes), stack([d.state for d in decoders]))
+        audio, state = codec.decoder.step(decoders[0].values(frames), stack([d.state for d in decoders]))
         for decoder, row in zip(decoders, unstack(state, len(decoders))):
             decoder.state = row
         return audio.float()

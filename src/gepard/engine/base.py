@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # importing torch takes seconds; the engine process's front e
 
 DEFAULT_TEMPERATURE = 0.3  # docs/results/temperature_dec5.md: 0-0.3 fail fewer short replies than 0.5, same WER
 DEFAULT_TOP_P = 1.0  # off: 0.95 spoke no better (docs/results/lm.md) and made vLLM sort every row's logits
+TOP_CODES = 20  # each Output carries the step's this-many likeliest codes (vLLM returns at most 20 by default)
 
 
 @dataclass(frozen=True)
@@ -38,14 +39,22 @@ class Request:
     uncond_prompt_ids: list[int] | None = None  # the CFG branch's prompt (text dropped)
 
 
+Top = tuple[tuple[int, ...], tuple[float, ...]]  # a step's likeliest audio codes, and their log-probabilities
+
+
 @dataclass(frozen=True)
 class Output:
-    """One engine event for a request: a new audio code, or the end (reason: stop | length | cancelled | error)."""
+    """One engine event for a request: a new audio code, or the end (reason: stop | length | cancelled | error).
+
+    `top`: the TOP_CODES likeliest audio codes of the step and their log-probabilities under the distribution the
+    code was sampled from, before temperature and top-k (what `gepard.codec.render` turns into decoder input).
+    """
 
     request_id: int
     code: int | None
     finished: str | None = None
     error: str | None = None  # what went wrong, when finished == "error"
+    top: Top | None = None
 
 
 def check_request(request: Request) -> None:

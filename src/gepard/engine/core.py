@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from gepard.engine.base import Output, Request, check_request
+from gepard.engine.base import Output, Request, Top, check_request
 from gepard.engine.cached_lm import CachedLM
-from gepard.engine.sampling import apply_repetition_penalty, sample_tokens
+from gepard.engine.sampling import apply_repetition_penalty, sample_tokens, top_codes
 from gepard.lm.speech_lm import SpeechLM
 
 
@@ -178,10 +178,11 @@ class EngineCore:
         logits[:, self.blocked] = float("-inf")  # sample audio codes and <eos> only
         tokens = sample_tokens(logits, [s.request.sampling for s in states],
                                [s.generator for s in states])
-        return [self._advance(state, token) for state, token in zip(states, tokens)]
+        tops = top_codes(logits, self.vocab.audio_offset)
+        return [self._advance(state, token, top) for state, token, top in zip(states, tokens, tops)]
 
-    def _advance(self, state: Active, token: int) -> Output:
-        """Record one sampled token of a request."""
+    def _advance(self, state: Active, token: int, top: Top) -> Output:
+        """Record one sampled token of a request (`top`: its step's likeliest codes)."""
         if token == self.vocab.special("<eos>"):
             return self._finish(state, "stop")
         code = token - self.vocab.audio_offset
@@ -189,8 +190,8 @@ class EngineCore:
         state.last_token = token
         if len(state.codes) >= state.request.max_frames:
             self._finish(state, "length")
-            return Output(state.request_id, code, "length")
-        return Output(state.request_id, code)
+            return Output(state.request_id, code, "length", top=top)
+        return Output(state.request_id, code, top=top)
 
     def _finish(self, state: Active, reason: str) -> Output:
         self.active.pop(state.request_id, None)

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -165,7 +166,7 @@ def serve(model_dir: str, slots: int, threads: int, int8_head: bool, conn: Conne
                 return
         outputs = []
         for out in step_safely(core):
-            outputs.append(Output(theirs[out.request_id], out.code, out.finished, out.error))
+            outputs.append(replace(out, request_id=theirs[out.request_id]))
             if out.finished:
                 ours.pop(theirs.pop(out.request_id), None)
         send(conn, outputs)

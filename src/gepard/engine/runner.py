@@ -31,11 +31,15 @@ class Stream:
         self.finished: str | None = None
 
     def __iter__(self):
+        return (code for code, _ in self.frames())
+
+    def frames(self):
+        """(code, top) per frame: the code and the step's likeliest codes (engine/base.py `Output.top`)."""
         try:
             while self.finished is None:
                 event = self.events.get()
                 if event.code is not None:
-                    yield event.code
+                    yield event.code, event.top
                 if event.finished:
                     self.finished = event.finished
                     if event.finished == "error":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from gepard.engine.base import SamplingParams
+from gepard.engine.base import TOP_CODES, SamplingParams, Top
 
 
 def apply_repetition_penalty(logits: torch.Tensor, recent: list[int], penalty: float) -> torch.Tensor:
@@ -38,6 +38,13 @@ def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], gens: list
             probs[probs.cumsum(0) - probs > s.top_p] = 0.0
         tokens.append(int(ids[row, torch.multinomial(probs / probs.sum(), 1, generator=gen)]))
     return tokens
+
+
+def top_codes(logits: torch.Tensor, audio_offset: int, n: int = TOP_CODES) -> list[Top]:
+    """(B, V) float logits, disallowed tokens already -inf -> per row the n likeliest audio codes (code numbers,
+    not token ids) and their log-probabilities among the allowed tokens, before temperature."""
+    values, ids = block_topk(torch.log_softmax(logits, -1)[:, audio_offset:], n)
+    return [(tuple(i), tuple(v)) for i, v in zip(ids.tolist(), values.tolist())]
 
 
 def block_topk(x: torch.Tensor, k: int, block: int = 64) -> tuple[torch.Tensor, torch.Tensor]:

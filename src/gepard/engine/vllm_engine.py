@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from gepard.engine.base import Output, Request
+from gepard.engine.base import TOP_CODES, Output, Request, Top
 from gepard.engine.runner import Stream
 from gepard.lm.speech_lm import SpeechLM
 from gepard.paths import cache_dir
@@ -53,7 +53,8 @@ class VLLMEngine:
         chunked = torch.cuda.is_available()
         args = AsyncEngineArgs(model=str(model_dir), skip_tokenizer_init=True, enable_prompt_embeds=True, dtype=dtype,
                                max_model_len=max_len, max_num_seqs=max_streams, enforce_eager=True, seed=0,
-                               enable_chunked_prefill=chunked, max_num_batched_tokens=None if chunked else max_len)
+                               enable_chunked_prefill=chunked, max_num_batched_tokens=None if chunked else max_len,
+                               logprobs_mode="processed_logits")  # after the allowed-token mask: audio codes
         self.llm = asyncio.run_coroutine_threadsafe(self._start(AsyncLLM, args), self.loop).result()
 
     @staticmethod
@@ -73,20 +74,22 @@ class VLLMEngine:
             temperature=s.temperature, top_k=s.top_k if s.top_k > 0 else -1, top_p=s.top_p,
             repetition_penalty=s.repetition_penalty, seed=s.seed, max_tokens=request.max_frames,
             stop_token_ids=[self.vocab.special("<eos>")], allowed_token_ids=self.allowed, detokenize=False,
-            output_kind=RequestOutputKind.DELTA)
+            logprobs=TOP_CODES, output_kind=RequestOutputKind.DELTA)
         stream = Stream(self.cancel, next(self.ids))
         self.streams[stream.request_id] = stream
-        asyncio.run_coroutine_threadsafe(self._generate(stream, embeds, params), self.loop)
+        temperature = s.temperature if s.temperature > 0 else 1.0  # vLLM divides greedy rows by 1
+        asyncio.run_coroutine_threadsafe(self._generate(stream, embeds, params, temperature), self.loop)
         return stream
 
-    async def _generate(self, stream: Stream, embeds: torch.Tensor, params) -> None:
+    async def _generate(self, stream: Stream, embeds: torch.Tensor, params, temperature: float) -> None:
         rid, eos = stream.request_id, self.vocab.special("<eos>")
         try:
             async for out in self.llm.generate({"prompt_embeds": embeds}, params, str(rid)):
                 completion = out.outputs[0]
-                for token in completion.token_ids:
+                for token, logprobs in zip(completion.token_ids, completion.logprobs):
                     if token != eos:
-                        stream.events.put(Output(rid, token - self.vocab.audio_offset))
+                        top = self._top(logprobs, temperature)
+                        stream.events.put(Output(rid, token - self.vocab.audio_offset, top=top))
                 if out.finished:
                     reason = "stop" if completion.finish_reason == "stop" else "length"
                     stream.events.put(Output(rid, None, reason))
@@ -96,6 +99,14 @@ class VLLMEngine:
             stream.events.put(Output(rid, None, "error", repr(e)))
         finally:
             self.streams.pop(rid, None)
+
+    def _top(self, logits: dict, temperature: float) -> Top:
+        """vLLM's processed logits of one step (token id -> Logprob: logit / temperature, masked to the allowed
+        tokens) -> its TOP_CODES likeliest audio codes with their logits, which differ from the torch engine's
+        log-probabilities by one constant per step (`gepard.codec.render` cancels it)."""
+        audio = sorted(((p.logprob * temperature, t - self.vocab.audio_offset) for t, p in logits.items()
+                        if t >= self.vocab.audio_offset), reverse=True)[:TOP_CODES]
+        return tuple(c for _, c in audio), tuple(p for p, _ in audio)
 
     async def _stop_output_handler(self) -> None:
         handler = self.llm.output_handler

@@ -17,13 +17,13 @@ from tqdm import tqdm
 
 from gepard.api import TTS
 from gepard.audio import load_audio
-from gepard.codec.files import decode_codes
+from gepard.codec.render import RENDERINGS
 from gepard.data.manifests import Utterance, shared_split
 from gepard.data.prepare import read_shards
 from gepard.eval.asr import Transcriber, get_transcriber, utterance_wer, wer
 from gepard.eval.machine import describe_machine
 from gepard.eval.similarity import get_speaker_encoder
-from gepard.engine.base import SamplingParams
+from gepard.engine.base import SamplingParams, Top
 from gepard.lm.frontend import segment_chars
 from gepard.lm.generate import text_request
 from gepard.lm.layout import Repetition
@@ -79,16 +79,23 @@ class VoicePicker:
 def synthesize_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None]], desc: str,
                    sampling: SamplingParams = SamplingParams(seed=0),
                    concurrency: int = 16) -> list[tuple[np.ndarray, bool]]:
-    """generate_all, each utterance's codes decoded -> [(audio (T,), stopped before the guard)]."""
-    return [(decode_codes(tts.codec, codes), ok) for codes, ok in generate_all(tts, jobs, desc, sampling, concurrency)]
+    """generate_frames, each utterance rendered as `tts` renders it -> [(audio (T,), stopped before the guard)]."""
+    return [(tts.render(frames), ok) for frames, ok in generate_frames(tts, jobs, desc, sampling, concurrency)]
 
 
 def generate_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None]], desc: str,
                  sampling: SamplingParams = SamplingParams(seed=0),
                  concurrency: int = 16) -> list[tuple[list[int], bool]]:
+    """generate_frames, codes only -> [(codes, stopped before the guard)]."""
+    return [([code for code, _ in frames], ok) for frames, ok in generate_frames(tts, jobs, desc, sampling, concurrency)]
+
+
+def generate_frames(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None]], desc: str,
+                    sampling: SamplingParams = SamplingParams(seed=0),
+                    concurrency: int = 16) -> list[tuple[list[tuple[int, Top | None]], bool]]:
     """(text, (1, K, H) prefix, repetition or None for the model's) jobs, run `concurrency` segments at a time
-    through the engine -> [(codes, stopped before the guard)]. A text is cut into segments as `TTS.stream`
-    cuts it (segment i sampled with seed + i); its segments' codes make one utterance.
+    through the engine -> [([(code, top)], stopped before the guard)]. A text is cut into segments as
+    `TTS.stream` cuts it (segment i sampled with seed + i); its segments' frames make one utterance.
 
     Reproducible: every request is built (text front end included) before any is submitted, and a batch is
     submitted at once, so the engine admits and batches them the same way in every run (tokens depend on
@@ -98,17 +105,17 @@ def generate_all(tts: TTS, jobs: list[tuple[str, torch.Tensor, Repetition | None
                 for i, segment in enumerate(segment_stream([text], max_chars))]
     parts = [(j, text_request(tts.model, segment, prefix, replace(sampling, seed=sampling.seed + i), rep))
              for j, i, segment, prefix, rep in tqdm(segments, desc=f"{desc}: text", unit="segment", leave=False)]
-    codes: list[list[int]] = [[] for _ in jobs]
+    frames: list[list[tuple[int, Top | None]]] = [[] for _ in jobs]
     stopped = [True] * len(jobs)
     with tqdm(total=len(parts), desc=desc, unit="segment") as bar:
         for start in range(0, len(parts), concurrency):
             batch = parts[start: start + concurrency]
             streams = [tts.engine.submit(request) for _, request in batch]
             for (j, _), stream in zip(batch, streams):
-                codes[j] += list(stream)
+                frames[j] += list(stream.frames())
                 stopped[j] = stopped[j] and stream.finished == "stop"
                 bar.update(1)
-    return list(zip(codes, stopped))
+    return list(zip(frames, stopped))
 
 
 def speak_short_register(tts: TTS, items: list[Utterance], voice_of: VoicePicker, asr: Transcriber,
@@ -177,7 +184,7 @@ def evaluate_lm(tts: TTS, limit: int = 0, threads: int = 2, sampling: SamplingPa
         "params": sum(p.numel() for p in tts.model.lm.parameters()),
         "voice_params": sum(p.numel() for p in tts.model.voice.parameters()),
         "machine": describe_machine(), "date": datetime.date.today().isoformat(), "engine": tts.engine_name,
-        "voices": voices, "temperature": sampling.temperature, "top_p": sampling.top_p,
+        "voices": voices, "temperature": sampling.temperature, "top_p": sampling.top_p, "rendering": tts.rendering,
         "asr_loops": asr.loops - loops_before,
         "rows": rows, "short_rows": short_rows,
     }
@@ -205,7 +212,7 @@ def write_report(r: dict, command: str, out: Path, train_log: Path | None = None
         f"| {r['runaway_rate']:.2f} % | — |",
         "", f"Failure: no stop before the guard, or utterance WER > {FAIL_WER:.0%}. Sampling: "
         f"{SamplingParams(temperature=r.get('temperature', 0.8), top_p=r.get('top_p', 0.95)).describe()}, seed 0; "
-        f"engine: {r.get('engine', 'torch')}. Whisper "
+        f"engine: {r.get('engine', 'torch')}; decoder input: {RENDERINGS[r.get('rendering', 'codes')]}. Whisper "
         f"transcripts that looped and were decoded again with a beam of 5: {r.get('asr_loops', '—')}."
         + (f" Voices: {', '.join(r['voices'])} (test sentences of these voices only; short-register items spoken "
            "in one of them)." if r.get("voices") else ""),

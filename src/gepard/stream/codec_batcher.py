@@ -1,6 +1,6 @@
 """One thread decodes audio for every stream: pushes that arrive together run as one codec batch.
 
-Each stream calls `push(decoder, codes)` from its own thread and gets its samples back. The worker takes
+Each stream calls `push(decoder, values)` from its own thread and gets its samples back. The worker takes
 every push waiting at that moment, groups those with the same number of frames and pre-roll point, stacks
 their decoder states, runs the codec once per group and hands each stream its row. A step of a batched
 LM engine releases one frame for many streams at once, so 16 streams cost about one codec call, not 16.
@@ -22,7 +22,7 @@ from gepard.codec.model import StreamingDecoder
 @dataclass
 class Push:
     decoder: StreamingDecoder
-    codes: list[int]
+    values: torch.Tensor  # (n, D) decoder input (gepard/codec/render.py)
     done: threading.Event = field(default_factory=threading.Event)
     samples: np.ndarray | None = None
     error: Exception | None = None
@@ -34,9 +34,10 @@ class CodecBatcher:
         self.thread = threading.Thread(target=self._loop, name="gepard-codec", daemon=True)
         self.thread.start()
 
-    def push(self, decoder: StreamingDecoder, codes: list[int]) -> np.ndarray:
-        """codes of one stream -> (m,) float32 samples in [-1, 1] that are final now (blocks until decoded)."""
-        job = Push(decoder, codes)
+    def push(self, decoder: StreamingDecoder, values: torch.Tensor) -> np.ndarray:
+        """(n, D) decoder input of one stream -> (m,) float32 samples in [-1, 1] that are final now (blocks until
+        decoded)."""
+        job = Push(decoder, values)
         self.pushes.put(job)
         job.done.wait()
         if job.error is not None:
@@ -57,7 +58,7 @@ class CodecBatcher:
             jobs = [job for job in jobs if job is not None]
             groups: dict[tuple[int, int], list[Push]] = defaultdict(list)
             for job in jobs:
-                groups[len(job.codes), job.decoder.state["skip"]].append(job)
+                groups[len(job.values), job.decoder.state["skip"]].append(job)
             for group in groups.values():
                 self._decode(group)
             if closing:
@@ -66,8 +67,8 @@ class CodecBatcher:
     @staticmethod
     def _decode(group: list[Push]) -> None:
         try:
-            codes = torch.tensor([job.codes for job in group])
-            audio = StreamingDecoder.push_many([job.decoder for job in group], codes).clamp(-1, 1).numpy()
+            values = torch.stack([job.values for job in group])
+            audio = StreamingDecoder.push_many([job.decoder for job in group], values).clamp(-1, 1).numpy()
             for job, row in zip(group, audio):
                 job.samples = row
         except Exception as e:  # reported to every waiting stream, never kills the worker
