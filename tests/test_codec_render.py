@@ -16,9 +16,9 @@ def test_codes_rendering_is_the_codes_values_whatever_the_step_believed():
     assert torch.equal(frame_values(FSQ_, frames, "codes"), FSQ_.index_to_values(torch.tensor([7, 12])))
 
 
-def test_mean_rendering_weighs_each_likely_code_by_its_probability():
+def test_mean_rendering_weighs_each_likely_code_by_its_probability_whatever_the_logits_offset():
     logprobs = (math.log(0.75), math.log(0.25))
-    [got] = frame_values(FSQ_, [(3, ((3, 40), logprobs))], "mean")
+    [got] = frame_values(FSQ_, [(3, ((3, 40), tuple(x + 5.0 for x in logprobs)))], "mean")  # logits
     weights = torch.softmax(torch.tensor(logprobs) / MEAN_TEMPERATURE, 0)
     want = weights[0] * FSQ_.index_to_values(torch.tensor(3)) + weights[1] * FSQ_.index_to_values(torch.tensor(40))
     assert torch.allclose(got, want)

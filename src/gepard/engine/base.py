@@ -39,15 +39,16 @@ class Request:
     uncond_prompt_ids: list[int] | None = None  # the CFG branch's prompt (text dropped)
 
 
-Top = tuple[tuple[int, ...], tuple[float, ...]]  # a step's likeliest audio codes, and their log-probabilities
+Top = tuple[tuple[int, ...], tuple[float, ...]]  # a step's likeliest audio codes, and their logits
 
 
 @dataclass(frozen=True)
 class Output:
     """One engine event for a request: a new audio code, or the end (reason: stop | length | cancelled | error).
 
-    `top`: the TOP_CODES likeliest audio codes of the step and their log-probabilities under the distribution the
-    code was sampled from, before temperature and top-k (what `gepard.codec.render` turns into decoder input).
+    `top`: the TOP_CODES likeliest audio codes of the step and their logits in the distribution the code was
+    sampled from, before temperature and top-k: log-probabilities up to one constant per step, which
+    `gepard.codec.render` (turning them into decoder input) cancels.
     """
 
     request_id: int

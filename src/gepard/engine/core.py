@@ -16,7 +16,7 @@ import torch
 
 from gepard.engine.base import Output, Request, Top, check_request
 from gepard.engine.cached_lm import CachedLM
-from gepard.engine.sampling import apply_repetition_penalty, sample_tokens, top_codes
+from gepard.engine.sampling import apply_repetition_penalty, candidates, sample_tokens, top_codes
 from gepard.lm.speech_lm import SpeechLM
 
 
@@ -176,9 +176,10 @@ class EngineCore:
             rows.append(apply_repetition_penalty(row, recent, s.repetition_penalty))
         logits = torch.stack(rows)
         logits[:, self.blocked] = float("-inf")  # sample audio codes and <eos> only
-        tokens = sample_tokens(logits, [s.request.sampling for s in states],
-                               [s.generator for s in states])
-        tops = top_codes(logits, self.vocab.audio_offset)
+        params = [s.request.sampling for s in states]
+        top = candidates(logits, params)
+        tokens = sample_tokens(logits, params, [s.generator for s in states], top)
+        tops = top_codes(top, params, self.vocab.audio_offset)
         return [self._advance(state, token, top) for state, token, top in zip(states, tokens, tops)]
 
     def _advance(self, state: Active, token: int, top: Top) -> Output:

@@ -54,7 +54,7 @@ class VLLMEngine:
         args = AsyncEngineArgs(model=str(model_dir), skip_tokenizer_init=True, enable_prompt_embeds=True, dtype=dtype,
                                max_model_len=max_len, max_num_seqs=max_streams, enforce_eager=True, seed=0,
                                enable_chunked_prefill=chunked, max_num_batched_tokens=None if chunked else max_len,
-                               logprobs_mode="processed_logits")  # after the allowed-token mask: audio codes
+                               logprobs_mode="processed_logits", max_logprobs=TOP_CODES + 1)  # + <eos>
         self.llm = asyncio.run_coroutine_threadsafe(self._start(AsyncLLM, args), self.loop).result()
 
     @staticmethod
@@ -74,7 +74,7 @@ class VLLMEngine:
             temperature=s.temperature, top_k=s.top_k if s.top_k > 0 else -1, top_p=s.top_p,
             repetition_penalty=s.repetition_penalty, seed=s.seed, max_tokens=request.max_frames,
             stop_token_ids=[self.vocab.special("<eos>")], allowed_token_ids=self.allowed, detokenize=False,
-            logprobs=TOP_CODES, output_kind=RequestOutputKind.DELTA)
+            logprobs=TOP_CODES + 1, output_kind=RequestOutputKind.DELTA)
         stream = Stream(self.cancel, next(self.ids))
         self.streams[stream.request_id] = stream
         temperature = s.temperature if s.temperature > 0 else 1.0  # vLLM divides greedy rows by 1
@@ -101,9 +101,9 @@ class VLLMEngine:
             self.streams.pop(rid, None)
 
     def _top(self, logits: dict, temperature: float) -> Top:
-        """vLLM's processed logits of one step (token id -> Logprob: logit / temperature, masked to the allowed
-        tokens) -> its TOP_CODES likeliest audio codes with their logits, which differ from the torch engine's
-        log-probabilities by one constant per step (`gepard.codec.render` cancels it)."""
+        """vLLM's processed logits of one step (token id -> Logprob: logit / temperature after the allowed-token
+        mask and penalties) -> its TOP_CODES likeliest audio codes and their logits, as the torch engine reports
+        them (engine/base.py `Output.top`)."""
         audio = sorted(((p.logprob * temperature, t - self.vocab.audio_offset) for t, p in logits.items()
                         if t >= self.vocab.audio_offset), reverse=True)[:TOP_CODES]
         return tuple(c for _, c in audio), tuple(p for p, _ in audio)
