@@ -25,6 +25,8 @@ from gepard.engine.sampling import block_topk, sample_tokens
 from gepard.eval.asr import get_sphinx, get_transcriber
 from gepard.eval.lm_report import VoicePicker
 from gepard.eval.machine import describe_machine
+from gepard.eval.mos import get_dnsmos
+from gepard.eval.similarity import cosine_embeddings, get_speaker_encoder
 from gepard.lm.frontend import segment_chars
 from gepard.lm.generate import text_prompt
 from gepard.stream.text import segment_stream
@@ -91,7 +93,9 @@ def main() -> None:
     args.add_argument("--limit", type=int, default=0)
     args.add_argument("--renderings", default="0.3:100,1.0:100",
                       help="T:N,...: mean values of the top N codes at temperature T")
-    args.add_argument("--asr", default="whisper", help="whisper, sphinx or both (comma-separated)")
+    args.add_argument("--asr", default="whisper", help="whisper, sphinx or both (comma-separated), or none")
+    args.add_argument("--quality", action="store_true",
+                      help="also DNSMOS P.808 and resemblyzer cosine to the reference, on the sentences")
     a = args.parse_args()
     torch.set_num_threads(2)
     voices = FLITE_VOICES.split(",")
@@ -106,7 +110,7 @@ def main() -> None:
                 for name, items in (("sentences", test), ("short", short)) if items}
         codec = tts.codec
         rows = []
-        for ear, t in [(ear, t) for ear in a.asr.split(",") for t in renderings]:
+        for ear, t in [(ear, t) for ear in a.asr.split(",") if ear != "none" for t in renderings]:
             asr = RECOGNIZERS[ear]()
             heard = {name: [[asr.transcribe(render(codec, *r[:3], t)) for r in seed] for seed in seeds]
                      for name, seeds in runs.items()}
@@ -118,6 +122,16 @@ def main() -> None:
                                           for h, seed in zip(heard["short"], runs["short"])) + " |"
             rows.append(cells)
             print(cells, flush=True)
+        quality = []
+        if a.quality:
+            mos, speaker = get_dnsmos(2), get_speaker_encoder()
+            refs = [speaker.embed(voice_of(u)[1]) for u in test]
+            for t in renderings:
+                audio = [render(codec, *r[:3], t) for seed in runs["sentences"] for r in seed]
+                cos = [cosine_embeddings(speaker.embed(x), ref) for x, ref in zip(audio, refs * a.seeds)]
+                name = "sampled codes" if t is None else f"mean values, T = {t[0]:g}, top {t[1]}"
+                quality.append(f"| {name} | {np.mean([mos.score(x) for x in audio]):.2f} | {np.mean(cos):.3f} |")
+                print(quality[-1], flush=True)
     lines = ["# The LM's speech rendered from sampled codes or from its expected values", "",
              f"Command: `python {' '.join(shlex.quote(x) for x in sys.argv)}`", "",
              f"Machine: {describe_machine()}. Date: {datetime.date.today().isoformat()}.", "",
@@ -125,6 +139,9 @@ def main() -> None:
              + (f" Short replies: {len(short)} items, failing = no stop or over 50 % WER." if short else ""), "",
              "| ear | decoder input | WER % sentences per seed (utterances over 50 %) |"
              + (" short failing % per seed |" if short else ""), "|---|---|---|" + ("---|" if short else "")] + rows
+    if quality:
+        lines += ["", "| decoder input | DNSMOS P.808, sentences | resemblyzer cosine to the reference |", "|---|---|---|"]
+        lines += quality
     a.out.write_text("\n".join(lines) + "\n")
     print(a.out.read_text())
 

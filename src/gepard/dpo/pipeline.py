@@ -108,7 +108,6 @@ def expected_seconds(model, cfg: DPOConfig) -> Callable[[str], float]:
 
 def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollout]:
     """Generate and score the rollouts of every prompt not yet in `out` (appended per prompt)."""
-    from gepard.codec.files import decode_codes
     from gepard.engine.base import SamplingParams
     from gepard.eval.asr import get_transcriber, utterance_wer
     from gepard.eval.similarity import get_speaker_encoder
@@ -136,8 +135,8 @@ def roll_out(tts, cfg: DPOConfig, prompts: list[dict], out: Path) -> list[Rollou
             streams = [tts.engine.submit(replace(requests[on], sampling=replace(requests[on].sampling, seed=seed)))
                        for seed, on in modes]
             for (seed, cfg_on), stream in zip(modes, streams):
-                codes = list(stream)
-                audio = decode_codes(tts.codec, codes)
+                frames = list(stream.frames())
+                codes, audio = [code for code, _ in frames], tts.render(frames)  # heard as `tts` plays it
                 wer = utterance_wer(p["text"], asr.transcribe(audio)) if codes else 1.0
                 cosine = speakers.cosine(audio, ref_audio) if codes else 0.0
                 duration = len(codes) / frame_rate
