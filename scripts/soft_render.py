@@ -142,6 +142,7 @@ def main() -> None:
     if quality:
         lines += ["", "| decoder input | DNSMOS P.808, sentences | resemblyzer cosine to the reference |", "|---|---|---|"]
         lines += quality
+    a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text("\n".join(lines) + "\n")
     print(a.out.read_text())
 
