@@ -171,6 +171,7 @@ def bench(
     engines: str = typer.Option("torch", help="Comma-separated engines to measure in the same run: torch, vllm."),
     peers: str = typer.Option("", help="Comma-separated peer TTS to measure too: piper, kokoro (extra `peers`)."),
     out: Path = typer.Option(Path("docs/results/bench.md"), help="Report (.json and .png beside it)."),
+    render: str = RENDER_OPTION,
 ):
     """Single-stream RTF/TTFA, a concurrency sweep, a latency breakdown and the HF baseline."""
     import datetime
@@ -187,7 +188,7 @@ def bench(
     levels = [int(n) for n in concurrency.split(",")]
     runs = {}
     for engine in engines.split(","):
-        with TTS.load(model, codec, slots=max(levels), engine=engine) as tts:
+        with TTS.load(model, codec, slots=max(levels), engine=engine, rendering=render) as tts:
             runs[engine] = run_bench(tts, levels, rounds)
     measured = {name: measure_peer(load_peer(name), TEXTS) for name in filter(None, peers.split(","))}
     write_bench_report(runs, measured, invocation(ctx), out, describe_machine(), datetime.date.today().isoformat())
