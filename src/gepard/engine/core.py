@@ -177,9 +177,9 @@ class EngineCore:
         logits = torch.stack(rows)
         logits[:, self.blocked] = float("-inf")  # sample audio codes and <eos> only
         params = [s.request.sampling for s in states]
-        top = candidates(logits, params)
-        tokens = sample_tokens(logits, params, [s.generator for s in states], top)
-        tops = top_codes(top, params, self.vocab.audio_offset)
+        likeliest = candidates(logits, params)
+        tokens = sample_tokens(logits, params, [s.generator for s in states], likeliest)
+        tops = top_codes(likeliest, params, self.vocab.audio_offset)
         return [self._advance(state, token, top) for state, token, top in zip(states, tokens, tops)]
 
     def _advance(self, state: Active, token: int, top: Top) -> Output:
