@@ -11,7 +11,7 @@ import torch
 
 from gepard.codec.files import load_codec
 from gepard.codec.model import Codec, StreamingDecoder
-from gepard.codec.render import DEFAULT_RENDERING, check_rendering, frame_values
+from gepard.codec.render import DEFAULT_RENDERING, check_rendering, frame_values, render_frames
 from gepard.engine.base import DEFAULT_TEMPERATURE, SamplingParams, Top
 from gepard.engine.process import EngineProcess
 from gepard.lm.frontend import segment_chars
@@ -102,12 +102,9 @@ class TTS:
         """One stream's [(code, top)] -> (m,) samples final now, decoded with the other streams' pushes."""
         return self.codec_batcher.push(decoder, frame_values(self.codec.fsq, frames, self.rendering))
 
-    @torch.inference_mode()
     def render(self, frames: list[tuple[int, Top | None]]) -> np.ndarray:
         """A whole utterance's [(code, top)] -> (T,) float32 audio, offline: what `stream` plays for them."""
-        if not frames:
-            return np.zeros(0, np.float32)
-        return self.codec.decoder(frame_values(self.codec.fsq, frames, self.rendering)[None]).float()[0].numpy()
+        return render_frames(self.codec, frames, self.rendering)
 
     def say(self, text: str, voice: str | None = None, seed: int = 0,
             temperature: float = DEFAULT_TEMPERATURE) -> np.ndarray:

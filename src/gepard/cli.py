@@ -541,6 +541,11 @@ def train_codec_cmd(
     frame_depth: int = typer.Option(0, help="ConvNeXt blocks at the frame rate, each side (0: the default, 6)."),
     fine_dim: int = typer.Option(0, help="Width of the layers at the 10 ms STFT rate (0: the default, 256)."),
     fine_depth: int = typer.Option(0, help="ConvNeXt blocks at the 10 ms STFT rate, each side (0: the default, 4)."),
+    lm_values: Path = typer.Option(None, help="Token shards of the --train clips (gepard data prepare with this "
+                                   "codec): the decoder also learns to render the speech LM's teacher-forced beliefs "
+                                   "about them, as `gepard say` gives them (needs --freeze-encoder)."),
+    lm_model: Path = typer.Option(None, help="The speech LM for --lm-values (default: the shipped one)."),
+    lm_share: float = typer.Option(0.5, min=0.0, max=1.0, help="Share of each batch decoded from the LM's beliefs."),
     export: str = typer.Option("", help="Also save the trained codec here (config.json + model.safetensors)."),
 ):
     """Train the FSQ codec (default data: the shared corpus's real + teacher speech, minus held-out speakers)."""
@@ -566,6 +571,7 @@ def train_codec_cmd(
                       phase_weight=phase_weight, freeze_encoder=freeze_encoder,
                       semantic_weight=semantic_weight, phone_weight=phone_weight, init=str(init or ""), codec=codec,
                       listener=str(listener or ""), listener_weight=listener_weight, whisper_weight=whisper_weight,
+                      lm_values=str(lm_values or ""), lm_model=str(lm_model or ""), lm_share=lm_share,
                       train_data=str(train) if train else SHARED_TRAINING_DATA)
     model = train_codec(cfg, read_manifest(train) if train else shared_split("codec_train"),
                         read_manifest(val) if val else shared_split("teacher_test"))

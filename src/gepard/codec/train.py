@@ -15,6 +15,7 @@ from tqdm import tqdm
 from gepard.codec.dataset import RandomCrops, build_audio_cache, cache_summary
 from gepard.codec.discriminator import MultiResolutionDiscriminator, discriminator_loss, generator_losses
 from gepard.codec.listener import PhoneListener
+from gepard.codec.lm_values import build_lm_value_cache, load_lm_values, with_lm_values
 from gepard.codec.losses import SpectralLoss
 from gepard.codec.model import Codec, CodecConfig
 from gepard.codec.phones import PhoneHead, build_phone_cache, load_phones
@@ -50,6 +51,9 @@ class TrainConfig:
     listener: str = ""  # a phone listener (listener.py): its beliefs on the resynthesis match the original's
     listener_weight: float = 1.0  # (with a listener)
     whisper_weight: float = 0.0  # Whisper tiny.en's encoder hears the resynthesis as the original (whisper_ear.py)
+    lm_values: str = ""  # token shards of the training clips: decode the LM's teacher-forced beliefs too (lm_values.py)
+    lm_model: str = ""  # the speech LM giving them ("": the shipped one)
+    lm_share: float = 0.5  # share of the batch items decoded from the LM's beliefs
     init: str = ""  # a saved codec to start from (its FSQ levels may differ from cfg.codec's)
     train_data: str = SHARED_TRAINING_DATA  # what the training speech is, for reports
     threads: int = 2
@@ -104,6 +108,9 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     elif cfg.init:
         model.load_state_dict(Codec.from_pretrained(cfg.init).state_dict())  # FSQ levels have no weights
 
+    if cfg.lm_values and (weights or not cfg.freeze_encoder):
+        raise ValueError("training on the LM's beliefs needs --freeze-encoder (every code must keep its meaning) "
+                         "and no frame heads")
     spf = cfg.codec.samples_per_frame
     folders = [build_audio_cache(utts, cache_dir, cfg.codec.sample_rate) for utts in (train, val)]
     (run / "data.json").write_text(json.dumps(cache_summary(folders[0])))
@@ -113,12 +120,16 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
             found["semantic"] = load_features(build_feature_cache(folder, spf, cfg.threads))
         if "phones" in weights:
             found["phones"] = load_phones(build_phone_cache(folder, utts, spf))
+    if cfg.lm_values:
+        targets[0]["lm"] = load_lm_values(build_lm_value_cache(folders[0], cfg.lm_values, cfg.lm_model, model.fsq,
+                                                               spf, model.fingerprint(), cfg.seed))
     if "semantic" in weights and not fitted:
         heads["semantic"].fit_targets(targets[0]["semantic"][0])
     crops = RandomCrops(folders[0], cfg.crop_frames * spf, seed=cfg.seed + step, frame_targets=targets[0])
     val_crops = RandomCrops(folders[1], cfg.crop_frames * spf, seed=123, frame_targets=targets[1])
     val_audio, val_targets = val_crops.batch(32, augment=False)
     val_audio, val_targets = val_audio.to(device), {k: v.to(device) for k, v in val_targets.items()}
+    mixing = torch.Generator().manual_seed(cfg.seed + step)
 
     log = open(run / "log.jsonl", "a")
     bar = tqdm(total=min(cfg.steps, cfg.stop_at), initial=step, desc="codec", unit="step")
@@ -126,10 +137,13 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
     while step < min(cfg.steps, cfg.stop_at):
         for g in (*opt.param_groups, *opt_d.param_groups, *(opt_h.param_groups if opt_h else ())):
             g["lr"] = lr_at(step, cfg)
-        audio, frame_targets = crops.batch(cfg.batch_size)
+        # the LM's beliefs were computed on the clips as they are: no random gain then
+        audio, frame_targets = crops.batch(cfg.batch_size, augment=not cfg.lm_values)
         audio = audio.to(device)
         with autocast(device.type):
             values = model.quantize(audio)
+            if cfg.lm_values:
+                values = with_lm_values(values, frame_targets["lm"], cfg.lm_share, mixing)
             recon = model.decoder(values)
         loss, parts = loss_fn(recon, audio)
         for name, weight in weights.items():
