@@ -38,6 +38,7 @@ def one_torch_thread():
         ("The 3rd of May, 1865!", "the third of may eighteen sixty five"),
         ("1,500 men; 2.5 km", "one thousand five hundred men two point five km"),
         ("It's 10% off", "it's ten percent off"),
+        ("At 1030, or 1066 and 1005", "at ten thirty or ten sixty six and one thousand and five"),
         ("Twenty-three  \"QUOTED\"   words", "twenty three quoted words"),
         ("Don\u2019t 'stop' -- now", "don't stop now"),
         ("", ""),

@@ -42,8 +42,8 @@ def _number(m: re.Match) -> str:
     n = int(integer.replace(",", ""))
     if suffix in ("st", "nd", "rd", "th") and not decimals:
         words = num2words(n, to="ordinal")
-    elif 1100 <= n <= 2099 and "," not in integer and not decimals and not percent and n % 1000 >= 10:
-        words = num2words(n, to="year")  # "1865", "2024"
+    elif 1000 <= n <= 2099 and "," not in integer and not decimals and not percent and n % 1000 >= 10:
+        words = num2words(n, to="year")  # "1865", "2024"; "1030" as Whisper writes "ten thirty"
     else:
         words = num2words(n)
     if decimals:
