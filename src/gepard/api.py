@@ -93,8 +93,7 @@ class TTS:
             sampling = SamplingParams(temperature=temperature, seed=seed + i)
             frames = self.engine.submit(text_request(self.model, normalize_for_speech(segment), prefix, sampling))
             try:
-                held = self.codec.config.lookahead if i == 0 else 0  # later segments find them held already
-                yield from pcm_chunks(functools.partial(self.push, decoder), frames.frames(), held=held)
+                yield from pcm_chunks(functools.partial(self.push, decoder), frames.frames())
             finally:
                 frames.close()  # a consumer that stops early cancels the generation
         yield finish(decoder)

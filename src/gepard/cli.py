@@ -541,8 +541,6 @@ def train_codec_cmd(
     frame_depth: int = typer.Option(0, help="ConvNeXt blocks at the frame rate, each side (0: the default, 6)."),
     fine_dim: int = typer.Option(0, help="Width of the layers at the 10 ms STFT rate (0: the default, 256)."),
     fine_depth: int = typer.Option(0, help="ConvNeXt blocks at the 10 ms STFT rate, each side (0: the default, 4)."),
-    lookahead: int = typer.Option(None, min=0, max=8, help="Frames the decoder sees past the one it renders "
-                                  "(adds as many LM steps to the first audio; default: the --init codec's, else 0)."),
     lm_values: Path = typer.Option(None, help="Token shards of the --train clips (gepard data prepare with this "
                                    "codec): the decoder also learns to render the speech LM's teacher-forced beliefs "
                                    "about them, as `gepard say` gives them (needs --freeze-encoder)."),
@@ -568,8 +566,6 @@ def train_codec_cmd(
             raise ValueError(f"--init keeps the {len(codec.levels)} latent channels of the codec it starts from: "
                              f"--levels must name {len(codec.levels)} levels")
         codec.levels = parse_levels(levels)
-    if lookahead is not None:
-        codec.lookahead = lookahead
     cfg = TrainConfig(run_dir=run_dir, steps=steps, batch_size=batch_size, lr=lr, threads=threads,
                       stop_at=stop_at or steps, adversarial_from=adversarial_from,
                       phase_weight=phase_weight, freeze_encoder=freeze_encoder,

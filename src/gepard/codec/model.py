@@ -17,9 +17,6 @@ from gepard.codec.fsq import FSQ
 from gepard.codec.layers import ConvNeXtStack, ISTFTHead, causal_log_spectrogram
 
 
-DECODER_ONLY = ("lookahead",)  # config fields that change no code's meaning
-
-
 @dataclass
 class CodecConfig:
     sample_rate: int = 16000
@@ -32,7 +29,6 @@ class CodecConfig:
     frame_depth: int = 6
     kernel_size: int = 7
     levels: list[int] = field(default_factory=lambda: [8, 8, 8, 5, 5, 5])
-    lookahead: int = 0  # frames the decoder sees past the one it renders (decoder only: the codes are the same)
 
     @property
     def samples_per_frame(self) -> int:
@@ -77,16 +73,12 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """(B, J, len(levels)) quantized values -> (B, J * samples_per_frame) waveform, streamable.
-
-    With `lookahead` L, frame j is rendered from the values of frames j .. j+L (the end of a stream pads zeros):
-    a frame's audio is final once L more frames have arrived.
-    """
+    """(B, J, len(levels)) quantized values -> (B, J * samples_per_frame) waveform, streamable."""
 
     def __init__(self, c: CodecConfig):
         super().__init__()
         self.c = c
-        self.inp = nn.Linear(len(c.levels) * (c.lookahead + 1), c.frame_dim)
+        self.inp = nn.Linear(len(c.levels), c.frame_dim)
         self.frame = ConvNeXtStack(c.frame_dim, c.frame_depth, c.kernel_size)
         self.up = nn.Linear(c.frame_dim, c.fine_dim * c.stride)
         self.fine = ConvNeXtStack(c.fine_dim, c.fine_depth, c.kernel_size)
@@ -95,10 +87,9 @@ class Decoder(nn.Module):
 
     def initial_state(self, batch: int, device=None) -> dict:
         """Everything the decoder remembers between chunks (conv states in the weights' dtype); `skip` drops
-        the pre-roll; `ahead` (B, n <= lookahead, D) holds the frames not yet rendered."""
+        the pre-roll."""
         dtype = self.inp.weight.dtype
         return {
-            "ahead": torch.zeros(batch, 0, len(self.c.levels), device=device, dtype=dtype),
             "frame": self.frame.initial_state(batch, device, dtype),
             "fine": self.fine.initial_state(batch, device, dtype),
             "tail": self.head.initial_state(batch, device),
@@ -108,28 +99,17 @@ class Decoder(nn.Module):
     def step(self, values: torch.Tensor, state: dict) -> tuple[torch.Tensor, dict]:
         """(B, J, D) values -> (B, n) samples that are final now, new state."""
         c, batch = self.c, values.shape[0]
-        values = torch.cat([state["ahead"], values.to(self.inp.weight.dtype)], dim=1)
-        ready = values.shape[1] - c.lookahead  # frames whose lookahead has arrived
-        if ready <= 0:
-            return values.new_zeros(batch, 0).float(), {**state, "ahead": values}
-        windows = values.unfold(1, c.lookahead + 1, 1)  # (B, ready, D, L+1)
-        windows = windows.transpose(2, 3).reshape(batch, ready, -1)  # frame j's values first, then j+1 ...
-        x, frame_state = self.frame(self.inp(windows), state["frame"])
+        x, frame_state = self.frame(self.inp(values.to(self.inp.weight.dtype)), state["frame"])
         x = self.up(x).reshape(batch, -1, c.fine_dim)
         x, fine_state = self.fine(x, state["fine"])
         audio, tail = self.head(self.norm(x), state["tail"])
         skip = min(state["skip"], audio.shape[1])
-        new_state = {"ahead": values[:, ready:], "frame": frame_state, "fine": fine_state, "tail": tail,
-                     "skip": state["skip"] - skip}
+        new_state = {"frame": frame_state, "fine": fine_state, "tail": tail, "skip": state["skip"] - skip}
         return audio[:, skip:], new_state
 
     def flush(self, state: dict) -> torch.Tensor:
-        """(B, n) the last samples: the frames still waiting for their lookahead (rendered with zeros after the
-        end) and the overlap tail, which no further frame will complete."""
-        end = torch.zeros(state["ahead"].shape[0], self.c.lookahead, len(self.c.levels), dtype=state["ahead"].dtype,
-                          device=state["ahead"].device)
-        audio, state = self.step(end, state)
-        return torch.cat([audio, state["tail"][:, state["skip"]:]], dim=1)
+        """(B, n) the last samples, which no further frame will complete."""
+        return state["tail"][:, state["skip"]:]
 
     def forward(self, values: torch.Tensor) -> torch.Tensor:
         state = self.initial_state(values.shape[0], values.device)
@@ -181,27 +161,14 @@ class Codec(nn.Module):
         """(B, T) -> (B, T') reconstruction for training (T' = T padded to whole frames)."""
         return self.decoder(self.quantize(audio))
 
-    def load_weights(self, other: "Codec") -> None:
-        """Take `other`'s weights (same sizes; FSQ levels have no weights). A decoder with more lookahead starts
-        from one with less: the frames it newly sees get zero weight, so it renders exactly as `other` did."""
-        weights = other.state_dict()
-        inp = weights["decoder.inp.weight"]
-        wider = self.decoder.inp.weight.shape[1] - inp.shape[1]
-        if wider < 0:
-            raise ValueError(f"cannot start a decoder of lookahead {self.config.lookahead} from one of "
-                             f"{other.config.lookahead}: less lookahead would drop what it learned")
-        weights["decoder.inp.weight"] = torch.cat([inp, inp.new_zeros(inp.shape[0], wider)], dim=1)
-        self.load_state_dict(weights)
-
     def stream(self, batch: int = 1) -> "StreamingDecoder":
         return StreamingDecoder(self, batch)
 
     def fingerprint(self) -> str:
         """A short hash of the config and the encoder's bf16 weights, which decide what each code means: the
         same for every load of one saved codec (and after a decoder-only fine-tune), so a speech LM can name
-        the codes it was trained on. Settings of the decoder alone (DECODER_ONLY) leave it unchanged."""
-        meaning = {k: v for k, v in asdict(self.config).items() if k not in DECODER_ONLY}
-        digest = hashlib.sha256(json.dumps(meaning, sort_keys=True).encode())
+        the codes it was trained on."""
+        digest = hashlib.sha256(json.dumps(asdict(self.config), sort_keys=True).encode())
         for name, tensor in sorted(self.encoder.state_dict().items()):
             digest.update(name.encode())
             digest.update(tensor.detach().to(torch.bfloat16).cpu().view(torch.int16).numpy().tobytes())
@@ -234,12 +201,6 @@ class StreamingDecoder:
         """(B, n) integer codes or (B, n, D) FSQ values (gepard/codec/render.py) -> (B, n, D) decoder input."""
         return frames if frames.is_floating_point() else self.codec.fsq.index_to_values(frames)
 
-    @property
-    def phase(self) -> tuple[int, int]:
-        """(pre-roll samples still to drop, frames waiting for their lookahead): decoders of one phase can push
-        together."""
-        return self.state["skip"], self.state["ahead"].shape[1]
-
     @torch.inference_mode()
     def push(self, frames: torch.Tensor) -> torch.Tensor:
         """(B, n) codes or (B, n, D) values -> (B, m) samples final so far (m = 0 .. n * samples_per_frame)."""
@@ -252,9 +213,9 @@ class StreamingDecoder:
         """One push for several single-stream decoders at once: (B, n) codes or (B, n, D) values, row i for
         decoders[i] -> (B, m).
 
-        The decoders must be at the same point of their pre-roll (equal `phase`); each keeps its state.
+        The decoders must be at the same point of their pre-roll (equal `state["skip"]`); each keeps its state.
         """
-        if len({d.phase for d in decoders}) > 1:
+        if len({d.state["skip"] for d in decoders}) > 1:
             raise ValueError("decoders at different pre-roll points cannot push together")
         codec = decoders[0].codec
         audio, state = codec.decoder.step(decoders[0].values(frames), stack([d.state for d in decoders]))

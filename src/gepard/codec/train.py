@@ -106,7 +106,7 @@ def train_codec(cfg: TrainConfig, train: list[Utterance], val: list[Utterance], 
             opt_h.load_state_dict(ckpt["opt_heads"])
             fitted = True
     elif cfg.init:
-        model.load_weights(Codec.from_pretrained(cfg.init))
+        model.load_state_dict(Codec.from_pretrained(cfg.init).state_dict())  # FSQ levels have no weights
 
     if cfg.lm_values and (weights or not cfg.freeze_encoder):
         raise ValueError("training on the LM's beliefs needs --freeze-encoder (every code must keep its meaning) "

@@ -10,13 +10,11 @@ from gepard.codec.model import StreamingDecoder
 
 
 def pcm_chunks(push: Callable[[list], np.ndarray], frames: Iterable,
-               frames_per_chunk: int = 3, held: int = 0) -> Iterator[np.ndarray]:
+               frames_per_chunk: int = 3) -> Iterator[np.ndarray]:
     """Decode frames (codes, or what `push` takes for one frame) as they arrive, `frames_per_chunk` at a time.
 
     The decoder's first frame yields only one hop of audio (10 ms; the rest waits for the overlap-add),
     so a first chunk after one frame would run dry before the next arrived; after two it holds 50 ms.
-    A decoder with lookahead L holds back a stream's last L frames: pass `held=L` for a stream's first segment,
-    whose first chunk then waits for L more frames and so plays as long as without lookahead.
     `push` decodes a list of frames with one stream's decoder (e.g. through a CodecBatcher) -> (m,) samples in
     [-1, 1].
     The decoder is not flushed here, so consecutive segments continue one waveform; call `finish` at the end.
@@ -24,8 +22,7 @@ def pcm_chunks(push: Callable[[list], np.ndarray], frames: Iterable,
     pending: list = []
     for frame in frames:
         pending.append(frame)
-        if len(pending) >= frames_per_chunk + held:
-            held = 0
+        if len(pending) >= frames_per_chunk:
             chunk = push(pending)
             pending = []
             if len(chunk):

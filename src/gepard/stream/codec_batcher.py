@@ -56,9 +56,9 @@ class CodecBatcher:
                 jobs.append(self.pushes.get_nowait())
             closing = None in jobs
             jobs = [job for job in jobs if job is not None]
-            groups: dict[tuple, list[Push]] = defaultdict(list)
+            groups: dict[tuple[int, int], list[Push]] = defaultdict(list)
             for job in jobs:
-                groups[len(job.values), job.decoder.phase].append(job)
+                groups[len(job.values), job.decoder.state["skip"]].append(job)
             for group in groups.values():
                 self._decode(group)
             if closing:
